@@ -1,0 +1,7 @@
+//! Pure decision logic: no I/O, time passed in. Everything here is unit-tested with plain values.
+
+pub mod bucket;
+pub mod estimate;
+pub mod expiring;
+pub mod queue;
+pub mod room;

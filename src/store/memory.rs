@@ -1,0 +1,189 @@
+//! The in-process store: the room model behind one mutex. The default, so a single instance
+//! needs nothing else installed.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use crate::clock::{Millis, SharedClock};
+use crate::core::room::{Limits, PollOutcome, RoomCounts, RoomState, RoundReport};
+use crate::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
+
+#[derive(Debug)]
+struct Leader {
+    instance: String,
+    until: Millis,
+    fence: u64,
+}
+
+#[derive(Debug)]
+struct Inner {
+    room: RoomState,
+    leader: Option<Leader>,
+    last_fence: u64,
+    settings: Option<SavedSettings>,
+}
+
+pub struct MemoryStore {
+    clock: SharedClock,
+    inner: Mutex<Inner>,
+}
+
+impl MemoryStore {
+    /// `seed` drives random queueing; a fixed one makes tests repeatable.
+    pub fn new(clock: SharedClock, seed: u64) -> Self {
+        let epoch = format!("{:016x}", rand::random::<u64>());
+        Self {
+            clock,
+            inner: Mutex::new(Inner {
+                room: RoomState::new(epoch, seed),
+                leader: None,
+                last_fence: 0,
+                settings: None,
+            }),
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Inner, Millis) -> T) -> T {
+        let now = self.clock.now_ms();
+        // A panic while holding the lock cannot leave the room half-updated in a way that
+        // matters more than stopping service, so a poisoned lock is taken over.
+        let mut inner = self
+            .inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut inner, now)
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn admit_directly(&self, id: &str, limits: &Limits) -> StoreResult<Option<Millis>> {
+        Ok(self.with(|s, now| s.room.admit_directly(id, limits, now)))
+    }
+
+    async fn admit_unconditionally(&self, id: &str, limits: &Limits) -> StoreResult<Millis> {
+        Ok(self.with(|s, now| s.room.admit_unconditionally(id, limits, now)))
+    }
+
+    async fn join(
+        &self,
+        id: &str,
+        ticket: Option<&TicketPlace>,
+        limits: &Limits,
+    ) -> StoreResult<Joined> {
+        Ok(self.with(|s, now| {
+            let restore = ticket
+                .filter(|t| t.epoch != s.room.epoch())
+                .map(|t| t.place);
+            let j = s.room.join(id, restore, limits, now);
+            Joined {
+                place: j.place,
+                position: j.position,
+                queued: j.queued,
+                epoch: s.room.epoch().to_owned(),
+            }
+        }))
+    }
+
+    async fn poll(&self, id: &str, limits: &Limits) -> StoreResult<PollOutcome> {
+        Ok(self.with(|s, now| s.room.poll(id, limits, now)))
+    }
+
+    async fn touch_pass(
+        &self,
+        id: &str,
+        pass_epoch: &str,
+        limits: &Limits,
+    ) -> StoreResult<Option<Millis>> {
+        Ok(self.with(|s, now| {
+            let expires_at = now + limits.session_ms;
+            let outlived_a_loss = pass_epoch != s.room.epoch();
+            s.room
+                .touch_pass(id, expires_at, outlived_a_loss)
+                .then_some(expires_at)
+        }))
+    }
+
+    async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool> {
+        Ok(self.with(|s, now| s.room.end_pass(id, limits, now)))
+    }
+
+    async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
+        Ok(self.with(|s, _| s.room.leave_queue(id)))
+    }
+
+    fn is_revoked(&self, id: &str) -> bool {
+        self.with(|s, _| s.room.is_revoked(id))
+    }
+
+    async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {
+        self.with(|s, now| {
+            let current = s.leader.as_ref().filter(|l| l.until > now).map(|l| l.fence);
+            if current != Some(fence) {
+                return Err(StoreError::NotLeader(fence));
+            }
+            Ok(s.room.admission_round(limits, now))
+        })
+    }
+
+    async fn counts(&self) -> StoreResult<RoomCounts> {
+        Ok(self.with(|s, now| s.room.counts(now)))
+    }
+
+    async fn lead(&self, instance: &str, ttl_ms: Millis) -> StoreResult<Option<u64>> {
+        Ok(self.with(|s, now| match &mut s.leader {
+            Some(l) if l.until > now && l.instance != instance => None,
+            Some(l) if l.until > now => {
+                l.until = now + ttl_ms;
+                Some(l.fence)
+            }
+            _ => {
+                s.last_fence += 1;
+                s.leader = Some(Leader {
+                    instance: instance.to_owned(),
+                    until: now + ttl_ms,
+                    fence: s.last_fence,
+                });
+                Some(s.last_fence)
+            }
+        }))
+    }
+
+    async fn resign(&self, instance: &str) -> StoreResult<()> {
+        self.with(|s, _| {
+            if s.leader.as_ref().is_some_and(|l| l.instance == instance) {
+                s.leader = None;
+            }
+        });
+        Ok(())
+    }
+
+    async fn leader(&self) -> StoreResult<Option<String>> {
+        Ok(self.with(|s, now| {
+            s.leader
+                .as_ref()
+                .filter(|l| l.until > now)
+                .map(|l| l.instance.clone())
+        }))
+    }
+
+    async fn save_settings(&self, json: &str) -> StoreResult<u64> {
+        Ok(self.with(|s, _| {
+            let version = s.settings.as_ref().map_or(1, |v| v.version + 1);
+            s.settings = Some(SavedSettings {
+                version,
+                json: json.to_owned(),
+            });
+            version
+        }))
+    }
+
+    async fn load_settings(&self) -> StoreResult<Option<SavedSettings>> {
+        Ok(self.with(|s, _| s.settings.clone()))
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        Ok(())
+    }
+}

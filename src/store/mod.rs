@@ -1,0 +1,109 @@
+//! The one interface to the room's shared state. The in-memory store serves a single instance
+//! with nothing else installed; the Redis store lets many instances act as one room. Both pass
+//! the conformance suite in tests/common/conformance.rs.
+
+pub mod memory;
+
+use async_trait::async_trait;
+
+use crate::clock::Millis;
+use crate::core::queue::Place;
+use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    #[error("instance no longer leads the admission loop (fencing token {0} is stale)")]
+    NotLeader(u64),
+    #[error("store returned malformed data: {0}")]
+    Corrupt(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The place a signed ticket carries, so a store that lost its data can put the visitor back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TicketPlace {
+    pub place: Place,
+    pub epoch: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Joined {
+    pub place: Place,
+    pub position: u64,
+    pub queued: u64,
+    /// The store's epoch: written into the ticket.
+    pub epoch: String,
+}
+
+/// Room settings saved in the store so that every instance applies them and they survive
+/// restarts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedSettings {
+    pub version: u64,
+    pub json: String,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Admits a new visitor at once when nobody waits, the room has space and the rate allows.
+    /// Returns the pass expiry, or None when the visitor must queue.
+    async fn admit_directly(&self, id: &str, limits: &Limits) -> StoreResult<Option<Millis>>;
+
+    /// Registers a pass with no check (`passthrough`); returns its expiry.
+    async fn admit_unconditionally(&self, id: &str, limits: &Limits) -> StoreResult<Millis>;
+
+    /// Puts a visitor in line, idempotently. A ticket from an earlier epoch gets its place back;
+    /// from the current epoch it means the visitor dropped out, and it goes to the back.
+    async fn join(
+        &self,
+        id: &str,
+        ticket: Option<&TicketPlace>,
+        limits: &Limits,
+    ) -> StoreResult<Joined>;
+
+    /// A waiting visitor's request: heartbeat, or the claim of its admission once called.
+    async fn poll(&self, id: &str, limits: &Limits) -> StoreResult<PollOutcome>;
+
+    /// Slides a live pass's expiry by a session; None when the pass is gone. A pass issued in
+    /// another epoch (`pass_epoch`) outlived a loss of the store's data: it is registered again,
+    /// unless it was revoked.
+    async fn touch_pass(
+        &self,
+        id: &str,
+        pass_epoch: &str,
+        limits: &Limits,
+    ) -> StoreResult<Option<Millis>>;
+
+    /// Ends a pass or an unclaimed admission at once and refuses its cookie from now on.
+    async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool>;
+
+    /// Gives up a place in line.
+    async fn leave_queue(&self, id: &str) -> StoreResult<bool>;
+
+    /// Local answer, no round trip: has this pass been ended?
+    fn is_revoked(&self, id: &str) -> bool;
+
+    /// One admission step, only valid for the current leader's fencing token.
+    async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport>;
+
+    async fn counts(&self) -> StoreResult<RoomCounts>;
+
+    /// Acquires or renews the admission leadership; the fencing token while this instance leads.
+    async fn lead(&self, instance: &str, ttl_ms: Millis) -> StoreResult<Option<u64>>;
+
+    /// Gives the leadership up (on shutdown), so another instance takes over at once.
+    async fn resign(&self, instance: &str) -> StoreResult<()>;
+
+    /// The instance that leads now, if any.
+    async fn leader(&self) -> StoreResult<Option<String>>;
+
+    async fn save_settings(&self, json: &str) -> StoreResult<u64>;
+
+    async fn load_settings(&self) -> StoreResult<Option<SavedSettings>>;
+
+    /// Cheap reachability check for /readyz.
+    async fn ping(&self) -> StoreResult<()>;
+}

@@ -1,0 +1,364 @@
+//! The behaviour every store must have. Each check takes a fresh store and the manual clock it
+//! reads; `store_conformance!` turns them into one test each for a given store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use waitroom::clock::ManualClock;
+use waitroom::core::room::{Limits, Pick, PollOutcome};
+use waitroom::store::{Store, StoreError, TicketPlace};
+
+pub fn limits(capacity: u64, per_minute: u64) -> Limits {
+    Limits {
+        capacity,
+        new_users_per_minute: per_minute,
+        burst: per_minute,
+        session_ms: 60_000,
+        abandon_after_ms: 300_000,
+        claim_window_ms: 40_000,
+        pick: Pick::Fifo,
+        admitting: true,
+    }
+}
+
+async fn lead<S: Store>(store: &S) -> u64 {
+    store
+        .lead("test", 10_000)
+        .await
+        .expect("store answers")
+        .expect("sole instance leads")
+}
+
+fn waiting(outcome: PollOutcome) -> (u64, u64) {
+    match outcome {
+        PollOutcome::Waiting { position, queued } => (position, queued),
+        other => panic!("expected to wait, got {other:?}"),
+    }
+}
+
+pub async fn direct_admission_until_full<S: Store>(store: S, _clock: Arc<ManualClock>) {
+    let l = limits(2, 100);
+    assert!(store.admit_directly("a", &l).await.unwrap().is_some());
+    assert!(store.admit_directly("b", &l).await.unwrap().is_some());
+    assert_eq!(store.admit_directly("c", &l).await.unwrap(), None);
+    let counts = store.counts().await.unwrap();
+    assert_eq!(counts.occupancy(), 2);
+    assert_eq!(counts.admitted_total, 2);
+    assert_eq!(counts.admitted_last_minute, 2);
+    assert!(store.end_pass("a", &l).await.unwrap());
+    store.join("w", None, &l).await.unwrap();
+    assert_eq!(
+        store.admit_directly("d", &l).await.unwrap(),
+        None,
+        "nobody jumps a waiting visitor"
+    );
+}
+
+pub async fn joining_is_idempotent_and_positions_are_exact<S: Store>(
+    store: S,
+    _clock: Arc<ManualClock>,
+) {
+    let l = limits(1, 100);
+    let a = store.join("a", None, &l).await.unwrap();
+    let b = store.join("b", None, &l).await.unwrap();
+    let c = store.join("c", None, &l).await.unwrap();
+    assert_eq!((a.position, b.position, c.position), (1, 2, 3));
+    assert!(a.place < b.place && b.place < c.place);
+    assert_eq!(store.join("b", None, &l).await.unwrap(), Joined { queued: 3, ..b });
+    assert_eq!(waiting(store.poll("c", &l).await.unwrap()), (3, 3));
+    assert!(store.leave_queue("a").await.unwrap());
+    assert!(!store.leave_queue("a").await.unwrap());
+    assert_eq!(waiting(store.poll("c", &l).await.unwrap()), (2, 2));
+    assert_eq!(store.poll("a", &l).await.unwrap(), PollOutcome::Unknown);
+}
+
+use waitroom::store::Joined;
+
+pub async fn fifo_rounds_call_in_order_and_the_claim_is_a_pass<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let l = limits(2, 100);
+    for id in ["a", "b", "c"] {
+        store.join(id, None, &l).await.unwrap();
+    }
+    let fence = lead(&store).await;
+    clock.advance(Duration::from_secs(3));
+    let report = store.admission_round(&l, fence).await.unwrap();
+    assert_eq!(report.called, 2);
+    assert_eq!(store.counts().await.unwrap().called, 2);
+    assert_eq!(waiting(store.poll("c", &l).await.unwrap()), (1, 1));
+    match store.poll("b", &l).await.unwrap() {
+        PollOutcome::Admitted {
+            waited_ms,
+            expires_at,
+        } => {
+            let waited = waited_ms.expect("first claim reports the wait");
+            assert!((3_000..3_100).contains(&waited), "{waited}");
+            assert!(expires_at > 0);
+        }
+        other => panic!("b was called: {other:?}"),
+    }
+    assert!(matches!(
+        store.poll("b", &l).await.unwrap(),
+        PollOutcome::Admitted {
+            waited_ms: None,
+            ..
+        }
+    ));
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.passes, counts.called, counts.queued), (1, 1, 1));
+    assert_eq!(counts.occupancy(), 2);
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 0);
+}
+
+pub async fn the_rate_is_held<S: Store>(store: S, clock: Arc<ManualClock>) {
+    let l = Limits {
+        burst: 5,
+        ..limits(1_000, 60)
+    };
+    for i in 0..100 {
+        store.join(&format!("v{i:03}"), None, &l).await.unwrap();
+    }
+    let fence = lead(&store).await;
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 5);
+    let mut called = 0;
+    for _ in 0..40 {
+        clock.advance(Duration::from_millis(250));
+        let fence = lead(&store).await;
+        called += store.admission_round(&l, fence).await.unwrap().called;
+    }
+    assert_eq!(called, 10, "one a second for ten seconds");
+    assert_eq!(store.counts().await.unwrap().admitted_last_minute, 15);
+}
+
+pub async fn waiters_who_stop_polling_drop_out<S: Store>(store: S, clock: Arc<ManualClock>) {
+    let paused = Limits {
+        admitting: false,
+        ..limits(10, 100)
+    };
+    store.join("gone", None, &paused).await.unwrap();
+    store.join("here", None, &paused).await.unwrap();
+    clock.advance(Duration::from_secs(200));
+    waiting(store.poll("here", &paused).await.unwrap());
+    clock.advance(Duration::from_secs(100));
+    let fence = lead(&store).await;
+    let report = store.admission_round(&paused, fence).await.unwrap();
+    assert_eq!((report.abandoned, report.called), (1, 0));
+    assert_eq!(store.poll("gone", &paused).await.unwrap(), PollOutcome::Unknown);
+    let open = limits(10, 100);
+    assert_eq!(store.admission_round(&open, fence).await.unwrap().called, 1);
+    assert_eq!(store.counts().await.unwrap().abandoned_total, 1);
+}
+
+pub async fn a_called_visitor_who_never_claims_frees_the_slot<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let l = limits(1, 100);
+    store.join("a", None, &l).await.unwrap();
+    store.join("b", None, &l).await.unwrap();
+    let fence = lead(&store).await;
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 1);
+    clock.advance(Duration::from_secs(39));
+    waiting(store.poll("b", &l).await.unwrap());
+    let fence = lead(&store).await;
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 0);
+    clock.advance(Duration::from_secs(1));
+    let fence = lead(&store).await;
+    let report = store.admission_round(&l, fence).await.unwrap();
+    assert_eq!((report.no_shows, report.called), (1, 1));
+    assert_eq!(store.poll("a", &l).await.unwrap(), PollOutcome::Unknown);
+    assert!(matches!(
+        store.poll("b", &l).await.unwrap(),
+        PollOutcome::Admitted { .. }
+    ));
+}
+
+pub async fn passes_slide_expire_and_heal_capacity<S: Store>(store: S, clock: Arc<ManualClock>) {
+    let l = limits(1, 100);
+    let epoch = store.join("probe", None, &l).await.unwrap().epoch;
+    store.leave_queue("probe").await.unwrap();
+    let first = store.admit_directly("a", &l).await.unwrap().unwrap();
+    clock.advance(Duration::from_secs(30));
+    let slid = store.touch_pass("a", &epoch, &l).await.unwrap().unwrap();
+    assert_eq!(slid - first, 30_000);
+    clock.advance(Duration::from_secs(59));
+    let fence = lead(&store).await;
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().expired, 0);
+    assert_eq!(store.admit_directly("b", &l).await.unwrap(), None);
+    clock.advance(Duration::from_secs(1));
+    let fence = lead(&store).await;
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().expired, 1);
+    assert_eq!(store.touch_pass("a", &epoch, &l).await.unwrap(), None);
+    assert!(store.admit_directly("b", &l).await.unwrap().is_some());
+    assert_eq!(store.counts().await.unwrap().expired_total, 1);
+}
+
+pub async fn ending_a_pass_frees_the_slot_and_refuses_it<S: Store>(
+    store: S,
+    _clock: Arc<ManualClock>,
+) {
+    let l = limits(1, 100);
+    let epoch = store.join("probe", None, &l).await.unwrap().epoch;
+    store.leave_queue("probe").await.unwrap();
+    store.admit_directly("a", &l).await.unwrap().unwrap();
+    assert!(!store.is_revoked("a"));
+    assert!(store.end_pass("a", &l).await.unwrap());
+    assert!(store.is_revoked("a"));
+    assert_eq!(store.touch_pass("a", &epoch, &l).await.unwrap(), None);
+    assert_eq!(store.poll("a", &l).await.unwrap(), PollOutcome::Unknown);
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.occupancy(), counts.revoked_total), (0, 1));
+    assert!(store.admit_directly("b", &l).await.unwrap().is_some());
+    assert!(!store.end_pass("nobody", &l).await.unwrap());
+}
+
+pub async fn a_ticket_from_another_epoch_gets_its_place_back<S: Store>(
+    store: S,
+    _clock: Arc<ManualClock>,
+) {
+    let l = limits(1, 100);
+    let current = store.join("first", None, &l).await.unwrap();
+    let lost = TicketPlace {
+        place: current.place - 1_000_000,
+        epoch: "an-epoch-that-was-lost".into(),
+    };
+    let restored = store.join("old", Some(&lost), &l).await.unwrap();
+    assert_eq!(restored.place, lost.place);
+    assert_eq!(restored.position, 1);
+    assert_eq!(restored.epoch, current.epoch);
+    // Same epoch: the visitor dropped out, so its old place is not given back.
+    let dropped = TicketPlace {
+        place: current.place - 2_000_000,
+        epoch: current.epoch.clone(),
+    };
+    let rejoined = store.join("dropped", Some(&dropped), &l).await.unwrap();
+    assert_eq!(rejoined.position, 3);
+}
+
+pub async fn a_pass_from_another_epoch_registers_again<S: Store>(
+    store: S,
+    _clock: Arc<ManualClock>,
+) {
+    let l = limits(5, 100);
+    let epoch = store.join("probe", None, &l).await.unwrap().epoch;
+    store.leave_queue("probe").await.unwrap();
+    assert_eq!(store.touch_pass("ghost", &epoch, &l).await.unwrap(), None);
+    assert!(
+        store
+            .touch_pass("survivor", "lost-epoch", &l)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(store.counts().await.unwrap().passes, 1);
+    store.admit_directly("ended", &l).await.unwrap().unwrap();
+    store.end_pass("ended", &l).await.unwrap();
+    assert_eq!(
+        store.touch_pass("ended", "lost-epoch", &l).await.unwrap(),
+        None,
+        "a revoked pass stays revoked"
+    );
+}
+
+pub async fn one_leader_at_a_time_with_fencing<S: Store>(store: S, clock: Arc<ManualClock>) {
+    let l = limits(1, 100);
+    let a = store.lead("a", 5_000).await.unwrap().expect("a leads");
+    assert_eq!(store.lead("b", 5_000).await.unwrap(), None);
+    assert_eq!(store.leader().await.unwrap().as_deref(), Some("a"));
+    clock.advance(Duration::from_secs(4));
+    assert_eq!(store.lead("a", 5_000).await.unwrap(), Some(a), "renewal");
+    clock.advance(Duration::from_secs(4));
+    assert_eq!(store.lead("b", 5_000).await.unwrap(), None, "renewed");
+    clock.advance(Duration::from_secs(2));
+    let b = store.lead("b", 5_000).await.unwrap().expect("a lapsed");
+    assert!(b > a);
+    assert!(matches!(
+        store.admission_round(&l, a).await,
+        Err(StoreError::NotLeader(_))
+    ));
+    store.admission_round(&l, b).await.unwrap();
+    store.resign("a").await.unwrap();
+    assert_eq!(store.leader().await.unwrap().as_deref(), Some("b"));
+    store.resign("b").await.unwrap();
+    assert_eq!(store.leader().await.unwrap(), None);
+    assert!(store.lead("a", 5_000).await.unwrap().is_some());
+}
+
+pub async fn settings_are_versioned<S: Store>(store: S, _clock: Arc<ManualClock>) {
+    assert_eq!(store.load_settings().await.unwrap(), None);
+    let v1 = store.save_settings(r#"{"total_active_users":5}"#).await.unwrap();
+    let v2 = store.save_settings(r#"{"total_active_users":6}"#).await.unwrap();
+    assert!(v2 > v1);
+    let saved = store.load_settings().await.unwrap().unwrap();
+    assert_eq!(saved.version, v2);
+    assert_eq!(saved.json, r#"{"total_active_users":6}"#);
+    store.ping().await.unwrap();
+}
+
+pub async fn capacity_holds_under_concurrent_admissions<S: Store>(
+    store: S,
+    _clock: Arc<ManualClock>,
+) {
+    let store = Arc::new(store);
+    let l = limits(25, 10_000);
+    let fence = lead(&*store).await;
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let store = store.clone();
+        let l = l.clone();
+        tasks.push(tokio::spawn(async move {
+            let id = format!("v{i:03}");
+            if store.admit_directly(&id, &l).await.unwrap().is_none() {
+                store.join(&id, None, &l).await.unwrap();
+            }
+            if i % 10 == 0 {
+                store.admission_round(&l, fence).await.unwrap();
+            }
+            let _ = store.poll(&id, &l).await.unwrap();
+            if i % 7 == 0 {
+                store.end_pass(&id, &l).await.unwrap();
+            }
+            store.counts().await.unwrap().occupancy()
+        }));
+    }
+    for t in tasks {
+        let occupancy = t.await.unwrap();
+        assert!(occupancy <= 25, "{occupancy}");
+    }
+    store.admission_round(&l, fence).await.unwrap();
+    let counts = store.counts().await.unwrap();
+    assert!(counts.occupancy() <= 25);
+    assert_eq!(counts.occupancy() + counts.queued + counts.revoked_total, 200);
+}
+
+#[macro_export]
+macro_rules! store_conformance {
+    ($make:expr) => {
+        store_conformance!(@each $make;
+            direct_admission_until_full,
+            joining_is_idempotent_and_positions_are_exact,
+            fifo_rounds_call_in_order_and_the_claim_is_a_pass,
+            the_rate_is_held,
+            waiters_who_stop_polling_drop_out,
+            a_called_visitor_who_never_claims_frees_the_slot,
+            passes_slide_expire_and_heal_capacity,
+            ending_a_pass_frees_the_slot_and_refuses_it,
+            a_ticket_from_another_epoch_gets_its_place_back,
+            a_pass_from_another_epoch_registers_again,
+            one_leader_at_a_time_with_fencing,
+            settings_are_versioned,
+            capacity_holds_under_concurrent_admissions
+        );
+    };
+    (@each $make:expr; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let (store, clock) = $make().await;
+                common::conformance::$name(store, clock).await;
+            }
+        )+
+    };
+}

@@ -1,0 +1,4 @@
+#![allow(dead_code, clippy::unwrap_used)]
+//! Shared by the integration tests; each test binary uses part of it.
+
+pub mod conformance;
