@@ -1,5 +1,22 @@
 //! waitroom: a self-hosted virtual waiting room on Pingora.
+//!
+//! Pure decision logic lives in `core` (no I/O); `store` holds the room's shared state behind one
+//! trait; `gate` decides per request; `proxy` and `admin` are the thin Pingora layers; `server`
+//! assembles them from the validated `config`.
 
+pub mod admin;
+pub mod admission;
 pub mod clock;
+pub mod config;
 pub mod core;
+pub mod demo_shop;
+pub mod gate;
+pub mod metrics;
+pub mod page;
+pub mod proxy;
+pub mod reply;
+pub mod route;
+pub mod server;
+pub mod status;
 pub mod store;
+pub mod token;

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 //! The in-memory store through the conformance suite.
 
 mod common;

@@ -183,6 +183,10 @@ impl Store for MemoryStore {
         Ok(self.with(|s, _| s.settings.clone()))
     }
 
+    async fn epoch(&self) -> StoreResult<String> {
+        Ok(self.with(|s, _| s.room.epoch().to_owned()))
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         Ok(())
     }

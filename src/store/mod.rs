@@ -104,6 +104,10 @@ pub trait Store: Send + Sync + 'static {
 
     async fn load_settings(&self) -> StoreResult<Option<SavedSettings>>;
 
+    /// The current epoch: it changes when the store's data is lost, and tickets and passes
+    /// carry the epoch they were issued in.
+    async fn epoch(&self) -> StoreResult<String>;
+
     /// Cheap reachability check for /readyz.
     async fn ping(&self) -> StoreResult<()>;
 }

@@ -2,3 +2,5 @@
 //! Shared by the integration tests; each test binary uses part of it.
 
 pub mod conformance;
+pub mod origin;
+pub mod proxy;

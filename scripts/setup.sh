@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what building and testing waitroom needs on a Debian machine, only what is missing:
+# cmake (pingora-core builds zlib-ng with it) and redis-server (the Redis tests start their own).
+set -euo pipefail
+
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v cc >/dev/null 2>&1 || missing+=(build-essential)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found: install Rust (https://rustup.rs) first" >&2
+  exit 1
+fi

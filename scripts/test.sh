@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Every test waitroom has, as CI runs them: formatting, lints, the shipped configs checked by the
+# binary itself, then the unit, integration and Redis tests (which start their own redis-server
+# processes on free ports). One debug build serves all of it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+cargo fmt --all -- --check
+cargo clippy --all-targets --locked -- -D warnings
+cargo build --locked --bin waitroom-proxy
+for config in config/*.toml; do
+  WR_JWT_SECRET=ci-secret-ci-secret-ci-secret-ci-secret \
+  WR_ADMIN_TOKEN=ci-token-ci-token-ci-token-ci-token-xx \
+    target/debug/waitroom-proxy --config "$config" --test >/dev/null
+done
+cargo test --locked --all-targets

@@ -1,0 +1,236 @@
+//! The stable file format: what operators write in drop.toml. Unknown keys are errors, so a typo
+//! never passes silently. Turned into the validated model by `model::Config::from_file`.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub listen: ListenSection,
+    pub origin: OriginSection,
+    pub room: RoomSection,
+    #[serde(default)]
+    pub pass: PassSection,
+    #[serde(default)]
+    pub store: StoreSection,
+    #[serde(default)]
+    pub admin: AdminSection,
+    #[serde(default)]
+    pub page: PageSection,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ListenSection {
+    pub address: String,
+    /// Worker threads of the public listener; 0 means one per CPU.
+    pub threads: usize,
+}
+
+impl Default for ListenSection {
+    fn default() -> Self {
+        Self {
+            address: "0.0.0.0:8080".into(),
+            threads: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OriginSection {
+    /// host:port of the shop.
+    pub address: String,
+    #[serde(default)]
+    pub tls: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sni: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_header: Option<String>,
+    #[serde(default = "defaults::connect_timeout")]
+    pub connect_timeout: String,
+    #[serde(default = "defaults::read_timeout")]
+    pub read_timeout: String,
+    #[serde(default = "defaults::read_timeout")]
+    pub write_timeout: String,
+    /// Serve the built-in demo shop on `address` (for trying the product with nothing else).
+    #[serde(default)]
+    pub serve_demo_shop: bool,
+}
+
+/// The room: every key but `id`, `host` and `path` can be changed live through the admin API.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoomSection {
+    pub id: String,
+    #[serde(default = "defaults::room_name")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default = "defaults::path")]
+    pub path: String,
+    pub total_active_users: u64,
+    pub new_users_per_minute: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u64>,
+    #[serde(default = "defaults::session_duration")]
+    pub session_duration: String,
+    #[serde(default)]
+    pub disable_session_renewal: bool,
+    #[serde(default = "defaults::queueing_method")]
+    pub queueing_method: String,
+    #[serde(default = "defaults::queueing_status_code")]
+    pub queueing_status_code: u16,
+    #[serde(default)]
+    pub queue_all: bool,
+    #[serde(default)]
+    pub suspended: bool,
+    #[serde(default = "defaults::refresh_interval")]
+    pub refresh_interval: String,
+    #[serde(default = "defaults::abandon_after")]
+    pub abandon_after: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_window: Option<String>,
+    #[serde(default = "defaults::admission_interval")]
+    pub admission_interval: String,
+    #[serde(default)]
+    pub bypass: Vec<String>,
+    #[serde(default)]
+    pub enabled_origin_commands: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PassSection {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    pub cookie_name: String,
+    pub cookie_secure: bool,
+    pub cookie_samesite: String,
+}
+
+impl Default for PassSection {
+    fn default() -> Self {
+        Self {
+            secret: None,
+            cookie_name: "waitroom".into(),
+            cookie_secure: true,
+            cookie_samesite: "Lax".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreSection {
+    pub backend: String,
+    pub prefix: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    pub on_error: String,
+    pub connect_timeout: String,
+    pub command_timeout: String,
+    /// How long the admission leadership lasts without renewal.
+    pub leader_ttl: String,
+}
+
+impl Default for StoreSection {
+    fn default() -> Self {
+        Self {
+            backend: "memory".into(),
+            prefix: "wr:".into(),
+            url: None,
+            on_error: "closed".into(),
+            connect_timeout: "2s".into(),
+            command_timeout: "500ms".into(),
+            leader_ttl: "5s".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminSection {
+    pub address: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl Default for AdminSection {
+    fn default() -> Self {
+        Self {
+            address: "127.0.0.1:9091".into(),
+            token: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PageSection {
+    /// Defaults to the room's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logo_url: Option<String>,
+    pub primary_color: String,
+    pub background_color: String,
+    pub text_color: String,
+    pub heading: String,
+    pub message: String,
+    pub closed_heading: String,
+    pub closed_message: String,
+}
+
+impl Default for PageSection {
+    fn default() -> Self {
+        Self {
+            title: None,
+            logo_url: None,
+            primary_color: "#1d4ed8".into(),
+            background_color: "#f8fafc".into(),
+            text_color: "#0f172a".into(),
+            heading: "You're in line".into(),
+            message: "This shop is very busy right now. Keep this tab open: you will be let in \
+                      automatically when it's your turn."
+                .into(),
+            closed_heading: "This drop is closed".into(),
+            closed_message: "There is nothing left to queue for. Thank you for your interest."
+                .into(),
+        }
+    }
+}
+
+mod defaults {
+    pub fn connect_timeout() -> String {
+        "5s".into()
+    }
+    pub fn read_timeout() -> String {
+        "60s".into()
+    }
+    pub fn room_name() -> String {
+        "Waiting room".into()
+    }
+    pub fn path() -> String {
+        "/".into()
+    }
+    pub fn session_duration() -> String {
+        "5m".into()
+    }
+    pub fn queueing_method() -> String {
+        "fifo".into()
+    }
+    pub fn queueing_status_code() -> u16 {
+        200
+    }
+    pub fn refresh_interval() -> String {
+        "20s".into()
+    }
+    pub fn abandon_after() -> String {
+        "5m".into()
+    }
+    pub fn admission_interval() -> String {
+        "200ms".into()
+    }
+}

@@ -1,0 +1,586 @@
+//! The validated internal model. Every check lives in `Config::from_file` and
+//! `RoomSettings::from_section`, and every error names the key it is about.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::config::file::{ConfigFile, PageSection, RoomSection};
+use crate::core::room::{Limits, Pick};
+use crate::page::Branding;
+use crate::route::{PathPattern, Route};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {reason}")]
+    Read { path: String, reason: String },
+    #[error("{0}")]
+    Syntax(String),
+    #[error("{key}: {reason}")]
+    Invalid { key: String, reason: String },
+}
+
+fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        reason: reason.into(),
+    }
+}
+
+/// The minimum length of the pass-signing secret and of the admin token.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueingMethod {
+    Fifo,
+    Random,
+    Passthrough,
+    Reject,
+}
+
+impl QueueingMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueingMethod::Fifo => "fifo",
+            QueueingMethod::Random => "random",
+            QueueingMethod::Passthrough => "passthrough",
+            QueueingMethod::Reject => "reject",
+        }
+    }
+}
+
+/// The room's live settings: replaced whole when the admin API or the store changes them.
+#[derive(Debug, Clone)]
+pub struct RoomSettings {
+    pub name: String,
+    pub total_active_users: u64,
+    pub new_users_per_minute: u64,
+    pub burst: u64,
+    pub session_duration: Duration,
+    pub disable_session_renewal: bool,
+    pub queueing_method: QueueingMethod,
+    pub queueing_status_code: u16,
+    pub queue_all: bool,
+    pub suspended: bool,
+    pub refresh_interval: Duration,
+    pub abandon_after: Duration,
+    pub claim_window: Duration,
+    pub admission_interval: Duration,
+    pub bypass: Vec<PathPattern>,
+    pub revoke_command_enabled: bool,
+    /// The file form these were made from, for patches and echoes.
+    pub section: RoomSection,
+}
+
+fn duration(key: &str, text: &str) -> Result<Duration, ConfigError> {
+    let d = humantime::parse_duration(text.trim()).map_err(|e| {
+        invalid(
+            key,
+            format!("{text:?} is not a duration like \"90s\" or \"5m\" ({e})"),
+        )
+    })?;
+    if d.is_zero() {
+        return Err(invalid(key, "must be longer than zero"));
+    }
+    Ok(d)
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl RoomSettings {
+    pub fn from_section(s: &RoomSection) -> Result<Self, ConfigError> {
+        if s.total_active_users == 0 {
+            return Err(invalid("room.total_active_users", "must be at least 1"));
+        }
+        if s.new_users_per_minute == 0 {
+            return Err(invalid("room.new_users_per_minute", "must be at least 1"));
+        }
+        let burst = s.burst.unwrap_or(s.new_users_per_minute);
+        if burst == 0 {
+            return Err(invalid("room.burst", "must be at least 1"));
+        }
+        let queueing_method = match s.queueing_method.as_str() {
+            "fifo" => QueueingMethod::Fifo,
+            "random" => QueueingMethod::Random,
+            "passthrough" => QueueingMethod::Passthrough,
+            "reject" => QueueingMethod::Reject,
+            other => {
+                return Err(invalid(
+                    "room.queueing_method",
+                    format!("{other:?} is not one of fifo, random, passthrough, reject"),
+                ));
+            }
+        };
+        if ![200, 202, 429].contains(&s.queueing_status_code) {
+            return Err(invalid(
+                "room.queueing_status_code",
+                format!("{} is not one of 200, 202, 429", s.queueing_status_code),
+            ));
+        }
+        let refresh_interval = duration("room.refresh_interval", &s.refresh_interval)?;
+        let claim_window = match &s.claim_window {
+            Some(text) => duration("room.claim_window", text)?,
+            None => refresh_interval * 2,
+        };
+        let bypass = s
+            .bypass
+            .iter()
+            .map(|p| PathPattern::parse(p).map_err(|e| invalid("room.bypass", e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut revoke_command_enabled = false;
+        for command in &s.enabled_origin_commands {
+            match command.as_str() {
+                "revoke" => revoke_command_enabled = true,
+                other => {
+                    return Err(invalid(
+                        "room.enabled_origin_commands",
+                        format!("{other:?} is not a known command (only \"revoke\")"),
+                    ));
+                }
+            }
+        }
+        if s.name.trim().is_empty() {
+            return Err(invalid("room.name", "cannot be empty"));
+        }
+        Ok(Self {
+            name: s.name.clone(),
+            total_active_users: s.total_active_users,
+            new_users_per_minute: s.new_users_per_minute,
+            burst,
+            session_duration: duration("room.session_duration", &s.session_duration)?,
+            disable_session_renewal: s.disable_session_renewal,
+            queueing_method,
+            queueing_status_code: s.queueing_status_code,
+            queue_all: s.queue_all,
+            suspended: s.suspended,
+            refresh_interval,
+            abandon_after: duration("room.abandon_after", &s.abandon_after)?,
+            claim_window,
+            admission_interval: duration("room.admission_interval", &s.admission_interval)?,
+            bypass,
+            revoke_command_enabled,
+            section: s.clone(),
+        })
+    }
+
+    /// Applies a JSON object of [room] keys to these settings, validated like the file.
+    pub fn patched(&self, patch: &serde_json::Value) -> Result<Self, ConfigError> {
+        let serde_json::Value::Object(changes) = patch else {
+            return Err(invalid("body", "must be a JSON object of [room] keys"));
+        };
+        for fixed in ["id", "host", "path"] {
+            if changes.contains_key(fixed) {
+                return Err(invalid(
+                    &format!("room.{fixed}"),
+                    "cannot be changed live: edit the file and restart",
+                ));
+            }
+        }
+        let mut merged = serde_json::to_value(&self.section)
+            .map_err(|e| invalid("room", format!("cannot be serialised: {e}")))?;
+        if let serde_json::Value::Object(current) = &mut merged {
+            for (key, value) in changes {
+                current.insert(key.clone(), value.clone());
+            }
+        }
+        let section: RoomSection =
+            serde_json::from_value(merged).map_err(|e| invalid("room", e.to_string()))?;
+        Self::from_section(&section)
+    }
+
+    pub fn limits(&self) -> Limits {
+        Limits {
+            capacity: self.total_active_users,
+            new_users_per_minute: self.new_users_per_minute,
+            burst: self.burst,
+            session_ms: millis(self.session_duration),
+            abandon_after_ms: millis(self.abandon_after),
+            claim_window_ms: millis(self.claim_window),
+            pick: match self.queueing_method {
+                QueueingMethod::Random => Pick::Random,
+                _ => Pick::Fifo,
+            },
+            admitting: !self.queue_all && self.queueing_method != QueueingMethod::Reject,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SameSite {
+    Strict,
+    Lax,
+    None,
+}
+
+impl SameSite {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SameSite::Strict => "Strict",
+            SameSite::Lax => "Lax",
+            SameSite::None => "None",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PassConfig {
+    pub secret: Vec<u8>,
+    pub cookie_name: String,
+    pub cookie_secure: bool,
+    pub cookie_samesite: SameSite,
+}
+
+#[derive(Debug, Clone)]
+pub struct OriginConfig {
+    pub address: String,
+    pub tls: bool,
+    pub sni: String,
+    pub host_header: Option<String>,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    pub write_timeout: Duration,
+    pub serve_demo_shop: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnStoreError {
+    /// New visitors queue while the store is unreachable.
+    Closed,
+    /// New visitors go straight through: the shop is unprotected.
+    Open,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    Memory,
+    Redis { url: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub backend: Backend,
+    pub prefix: String,
+    pub on_error: OnStoreError,
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+    pub leader_ttl: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub threads: usize,
+    pub origin: OriginConfig,
+    pub room_id: String,
+    pub route: Route,
+    pub room: RoomSettings,
+    pub pass: PassConfig,
+    pub store: StoreConfig,
+    pub admin_address: SocketAddr,
+    pub admin_token: String,
+    pub branding: Branding,
+    /// The effective file (defaults filled in, environment applied), for `--test`.
+    pub file: ConfigFile,
+}
+
+/// Where the secrets come from when the file leaves them out.
+pub trait Environment {
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+pub struct ProcessEnvironment;
+
+impl Environment for ProcessEnvironment {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+}
+
+fn socket_addr(key: &str, text: &str) -> Result<SocketAddr, ConfigError> {
+    text.parse().map_err(|_| {
+        invalid(
+            key,
+            format!("{text:?} is not an address like 127.0.0.1:8080"),
+        )
+    })
+}
+
+fn colour(key: &str, text: &str) -> Result<String, ConfigError> {
+    let hex = text.strip_prefix('#').unwrap_or("");
+    if (hex.len() == 3 || hex.len() == 6) && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(text.to_owned())
+    } else {
+        Err(invalid(
+            key,
+            format!("{text:?} is not a colour like \"#1d4ed8\""),
+        ))
+    }
+}
+
+fn branding(page: &PageSection, room_name: &str) -> Result<Branding, ConfigError> {
+    if let Some(url) = &page.logo_url
+        && !(url.starts_with("https://") || url.starts_with('/'))
+    {
+        return Err(invalid(
+            "page.logo_url",
+            "must be an https:// URL or a path on the shop",
+        ));
+    }
+    Ok(Branding {
+        title: page.title.clone().unwrap_or_else(|| room_name.to_owned()),
+        logo_url: page.logo_url.clone(),
+        primary_color: colour("page.primary_color", &page.primary_color)?,
+        background_color: colour("page.background_color", &page.background_color)?,
+        text_color: colour("page.text_color", &page.text_color)?,
+        heading: page.heading.clone(),
+        message: page.message.clone(),
+        closed_heading: page.closed_heading.clone(),
+        closed_message: page.closed_message.clone(),
+    })
+}
+
+/// A secret from the environment or the file, or in dev mode a random one.
+fn secret(
+    key: &str,
+    env_name: &str,
+    from_file: &mut Option<String>,
+    env: &dyn Environment,
+    dev: bool,
+    warnings: &mut Vec<String>,
+) -> Result<String, ConfigError> {
+    if let Some(value) = env.var(env_name) {
+        *from_file = Some(value);
+    }
+    match from_file {
+        Some(value) if value.len() >= MIN_SECRET_BYTES => Ok(value.clone()),
+        _ if dev => {
+            let generated: String = (0..MIN_SECRET_BYTES)
+                .map(|_| format!("{:02x}", rand::random::<u8>()))
+                .collect();
+            warnings.push(format!(
+                "INSECURE (--dev): {key} is missing or shorter than {MIN_SECRET_BYTES} bytes; \
+                 using a random one for this run only"
+            ));
+            *from_file = Some(generated.clone());
+            Ok(generated)
+        }
+        Some(_) => Err(invalid(
+            key,
+            format!("must be at least {MIN_SECRET_BYTES} bytes (or set {env_name})"),
+        )),
+        None => Err(invalid(
+            key,
+            format!(
+                "is required: set it in the file or in {env_name} (at least {MIN_SECRET_BYTES} \
+                 bytes), or run with --dev to try the proxy insecurely"
+            ),
+        )),
+    }
+}
+
+impl Config {
+    pub fn load(
+        path: &Path,
+        env: &dyn Environment,
+        dev: bool,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        Self::parse(&text, env, dev)
+    }
+
+    pub fn parse(
+        text: &str,
+        env: &dyn Environment,
+        dev: bool,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        let file: ConfigFile =
+            toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+        Self::from_file(file, env, dev)
+    }
+
+    pub fn from_file(
+        mut file: ConfigFile,
+        env: &dyn Environment,
+        dev: bool,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        let mut warnings = Vec::new();
+        let pass_secret = secret(
+            "pass.secret",
+            "WR_JWT_SECRET",
+            &mut file.pass.secret,
+            env,
+            dev,
+            &mut warnings,
+        )?;
+        let admin_token = secret(
+            "admin.token",
+            "WR_ADMIN_TOKEN",
+            &mut file.admin.token,
+            env,
+            dev,
+            &mut warnings,
+        )?;
+
+        let room_id = file.room.id.clone();
+        if room_id.is_empty()
+            || room_id.len() > 64
+            || !room_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(invalid(
+                "room.id",
+                "must be 1-64 characters of letters, digits, '-' and '_'",
+            ));
+        }
+        if !file.room.path.starts_with('/') {
+            return Err(invalid("room.path", "must start with '/'"));
+        }
+        let room = RoomSettings::from_section(&file.room)?;
+
+        let origin = &file.origin;
+        let (origin_host, origin_port) = origin
+            .address
+            .rsplit_once(':')
+            .ok_or_else(|| invalid("origin.address", "must be host:port"))?;
+        if origin_host.is_empty() || origin_port.parse::<u16>().is_err() {
+            return Err(invalid(
+                "origin.address",
+                format!("{:?} is not host:port", origin.address),
+            ));
+        }
+        let origin_config = OriginConfig {
+            address: origin.address.clone(),
+            tls: origin.tls,
+            sni: origin
+                .sni
+                .clone()
+                .unwrap_or_else(|| origin_host.trim_matches(['[', ']']).to_owned()),
+            host_header: origin.host_header.clone(),
+            connect_timeout: duration("origin.connect_timeout", &origin.connect_timeout)?,
+            read_timeout: duration("origin.read_timeout", &origin.read_timeout)?,
+            write_timeout: duration("origin.write_timeout", &origin.write_timeout)?,
+            serve_demo_shop: origin.serve_demo_shop,
+        };
+
+        let pass = &file.pass;
+        if pass.cookie_name.is_empty()
+            || !pass
+                .cookie_name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        {
+            return Err(invalid(
+                "pass.cookie_name",
+                "must be letters, digits, '-', '_' or '.'",
+            ));
+        }
+        let samesite = match pass.cookie_samesite.to_ascii_lowercase().as_str() {
+            "strict" => SameSite::Strict,
+            "lax" => SameSite::Lax,
+            "none" => SameSite::None,
+            other => {
+                return Err(invalid(
+                    "pass.cookie_samesite",
+                    format!("{other:?} is not one of Strict, Lax, None"),
+                ));
+            }
+        };
+        if samesite == SameSite::None && !pass.cookie_secure {
+            return Err(invalid(
+                "pass.cookie_samesite",
+                "None needs cookie_secure = true (browsers drop it otherwise)",
+            ));
+        }
+
+        let store = &file.store;
+        let backend = match store.backend.as_str() {
+            "memory" => Backend::Memory,
+            "redis" => Backend::Redis {
+                url: store
+                    .url
+                    .clone()
+                    .ok_or_else(|| invalid("store.url", "is required with backend = \"redis\""))?,
+            },
+            other => {
+                return Err(invalid(
+                    "store.backend",
+                    format!("{other:?} is not one of memory, redis"),
+                ));
+            }
+        };
+        if store.prefix.is_empty() {
+            return Err(invalid("store.prefix", "cannot be empty"));
+        }
+        let on_error = match store.on_error.as_str() {
+            "closed" => OnStoreError::Closed,
+            "open" => OnStoreError::Open,
+            other => {
+                return Err(invalid(
+                    "store.on_error",
+                    format!("{other:?} is not one of closed, open"),
+                ));
+            }
+        };
+        if on_error == OnStoreError::Open {
+            warnings.push(
+                "store.on_error = \"open\": while the store is unreachable, new visitors go \
+                 straight to the origin with no capacity limit"
+                    .into(),
+            );
+        }
+
+        let config = Config {
+            listen: socket_addr("listen.address", &file.listen.address)?,
+            threads: file.listen.threads,
+            origin: origin_config,
+            route: Route {
+                host: file.room.host.as_ref().map(|h| h.to_ascii_lowercase()),
+                path: file.room.path.clone(),
+            },
+            room_id,
+            pass: PassConfig {
+                secret: pass_secret.into_bytes(),
+                cookie_name: pass.cookie_name.clone(),
+                cookie_secure: pass.cookie_secure,
+                cookie_samesite: samesite,
+            },
+            store: StoreConfig {
+                backend,
+                prefix: store.prefix.clone(),
+                on_error,
+                connect_timeout: duration("store.connect_timeout", &store.connect_timeout)?,
+                command_timeout: duration("store.command_timeout", &store.command_timeout)?,
+                leader_ttl: duration("store.leader_ttl", &store.leader_ttl)?,
+            },
+            admin_address: socket_addr("admin.address", &file.admin.address)?,
+            admin_token,
+            branding: branding(&file.page, &room.name)?,
+            room,
+            file,
+        };
+        if config.admin_address == config.listen {
+            return Err(invalid("admin.address", "must differ from listen.address"));
+        }
+        Ok((config, warnings))
+    }
+
+    /// The effective configuration as TOML, secrets masked, for `--test`.
+    pub fn masked_toml(&self) -> String {
+        let mut file = self.file.clone();
+        let mask = |s: &mut Option<String>| {
+            if s.is_some() {
+                *s = Some("********".into());
+            }
+        };
+        mask(&mut file.pass.secret);
+        mask(&mut file.admin.token);
+        toml::to_string_pretty(&file).unwrap_or_else(|e| format!("# cannot print: {e}\n"))
+    }
+}

@@ -1,0 +1,642 @@
+//! The per-request decision: forward (valid pass, or admitted now), or answer with the waiting
+//! page, the JSON status or the closed page. No Pingora types here, so it is tested directly.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use arc_swap::ArcSwap;
+
+use crate::clock::{Millis, SharedClock, rfc3339_ms};
+use crate::config::model::{OnStoreError, PassConfig};
+use crate::config::{Config, QueueingMethod, RoomSettings};
+use crate::core::estimate::WaitEstimate;
+use crate::core::room::PollOutcome;
+use crate::metrics::{Metrics, Outcome};
+use crate::page::{self, Branding, ClosedView, WaitingView};
+use crate::reply::Reply;
+use crate::route::Route;
+use crate::status::{Standing, StatusBody, wait_text};
+use crate::store::{Store, StoreError, TicketPlace};
+use crate::token::{Pass, SignError, Signer, Ticket, Token, new_visitor_id};
+
+/// Paths under this prefix are the proxy's own and never reach the origin.
+pub const RESERVED_PREFIX: &str = "/__waitroom/";
+pub const STATUS_PATH: &str = "/__waitroom/status";
+
+/// The parts of a request the decision needs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestView<'a> {
+    pub host: Option<&'a str>,
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    /// The raw `Accept` header.
+    pub accept: Option<&'a str>,
+    /// The raw `Cookie` header(s), joined.
+    pub cookie: Option<&'a str>,
+}
+
+impl RequestView<'_> {
+    /// Cloudflare's rule: JSON only for exactly `Accept: application/json`, or the query flag.
+    pub fn wants_json(&self) -> bool {
+        self.accept.map(str::trim) == Some("application/json")
+            || self.query.is_some_and(|q| {
+                q.split('&')
+                    .any(|kv| kv == "waitingroom_json=1" || kv == "waitingroom_json=true")
+            })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Send the request on. `set_cookie` goes on the origin's response; `visitor` is the pass
+    /// the origin may revoke.
+    Forward {
+        outcome: Outcome,
+        set_cookie: Option<String>,
+        visitor: Option<String>,
+    },
+    Respond {
+        outcome: Outcome,
+        reply: Reply,
+    },
+}
+
+impl Verdict {
+    fn forward(outcome: Outcome) -> Self {
+        Verdict::Forward {
+            outcome,
+            set_cookie: None,
+            visitor: None,
+        }
+    }
+
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            Verdict::Forward { outcome, .. } | Verdict::Respond { outcome, .. } => *outcome,
+        }
+    }
+}
+
+/// A passes's cookie is signed again (and its store entry slid) once this share of the session
+/// has gone by, so an active visitor costs one store write per tenth of a session, not one per
+/// request. The idle timeout is therefore between 90 % and 100 % of `session_duration`.
+const RENEW_AFTER_SHARE: u32 = 10;
+
+pub struct Gate {
+    pub room_id: String,
+    route: Route,
+    settings: ArcSwap<RoomSettings>,
+    signer: Signer,
+    pass_config: PassConfig,
+    on_store_error: OnStoreError,
+    pub store: Arc<dyn Store>,
+    pub clock: SharedClock,
+    pub metrics: Metrics,
+    branding: Branding,
+    /// Admissions per second as last estimated by the admission loop (f64 bits; NaN: unknown).
+    rate_bits: AtomicU64,
+    store_ok: AtomicBool,
+    /// Epoch of the store as last seen, for tickets issued while the store is unreachable.
+    last_epoch: ArcSwap<String>,
+}
+
+impl Gate {
+    pub fn new(
+        config: &Config,
+        store: Arc<dyn Store>,
+        clock: SharedClock,
+    ) -> Result<Self, SignError> {
+        Ok(Self {
+            room_id: config.room_id.clone(),
+            route: config.route.clone(),
+            settings: ArcSwap::from_pointee(config.room.clone()),
+            signer: Signer::new(&config.room_id, &config.pass.secret)?,
+            pass_config: config.pass.clone(),
+            on_store_error: config.store.on_error,
+            store,
+            clock,
+            metrics: Metrics::new(&config.room_id),
+            branding: config.branding.clone(),
+            rate_bits: AtomicU64::new(f64::NAN.to_bits()),
+            store_ok: AtomicBool::new(true),
+            last_epoch: ArcSwap::from_pointee(String::new()),
+        })
+    }
+
+    pub fn settings(&self) -> Arc<RoomSettings> {
+        self.settings.load_full()
+    }
+
+    pub fn apply_settings(&self, settings: RoomSettings) {
+        self.metrics
+            .capacity
+            .set(i64::try_from(settings.total_active_users).unwrap_or(i64::MAX));
+        self.settings.store(Arc::new(settings));
+    }
+
+    pub fn set_rate(&self, per_second: Option<f64>) {
+        self.rate_bits
+            .store(per_second.unwrap_or(f64::NAN).to_bits(), Ordering::Relaxed);
+    }
+
+    fn rate(&self) -> Option<f64> {
+        let r = f64::from_bits(self.rate_bits.load(Ordering::Relaxed));
+        (!r.is_nan()).then_some(r)
+    }
+
+    pub fn store_ok(&self) -> bool {
+        self.store_ok.load(Ordering::Relaxed)
+    }
+
+    /// Records the outcome of a store call for /readyz and the metrics.
+    pub fn note_store<T>(&self, result: &Result<T, StoreError>) {
+        let ok = result.is_ok();
+        if let Err(e) = result {
+            self.metrics.store_errors.inc();
+            log::warn!("store call failed: {e}");
+        }
+        self.store_ok.store(ok, Ordering::Relaxed);
+        self.metrics.store_up.set(i64::from(ok));
+    }
+
+    /// Remembers the store's epoch (the admission loop refreshes it every tick).
+    pub fn set_epoch(&self, epoch: &str) {
+        if **self.last_epoch.load() != epoch {
+            self.last_epoch.store(Arc::new(epoch.to_owned()));
+        }
+    }
+
+    /// The store's epoch for a new pass; asked of the store only before the loop has run.
+    async fn epoch(&self) -> Arc<String> {
+        let known = self.last_epoch.load_full();
+        if !known.is_empty() {
+            return known;
+        }
+        match self.store.epoch().await {
+            Ok(epoch) => {
+                self.set_epoch(&epoch);
+                self.last_epoch.load_full()
+            }
+            Err(_) => known,
+        }
+    }
+
+    pub fn branding(&self) -> &Branding {
+        &self.branding
+    }
+
+    /// The token in the request's cookie, if any verifies.
+    pub fn token(&self, req: &RequestView) -> Option<Token> {
+        let raw = cookie_value(req.cookie?, &self.pass_config.cookie_name)?;
+        self.signer.verify(raw, self.clock.now_ms())
+    }
+
+    /// The decision for a request on the public listener (reserved paths excluded).
+    pub async fn decide(&self, req: &RequestView<'_>) -> Verdict {
+        let verdict = self.decide_inner(req).await;
+        self.metrics.request(verdict.outcome());
+        verdict
+    }
+
+    async fn decide_inner(&self, req: &RequestView<'_>) -> Verdict {
+        if !self.route.covers(req.host, req.path) {
+            return Verdict::forward(Outcome::Unprotected);
+        }
+        let settings = self.settings();
+        if settings.bypass.iter().any(|p| p.matches(req.path)) {
+            return Verdict::forward(Outcome::Bypassed);
+        }
+        if settings.suspended {
+            return Verdict::forward(Outcome::Unprotected);
+        }
+        match self.token(req) {
+            Some(Token::Pass(pass)) if !self.store.is_revoked(&pass.id) => {
+                self.holder(pass, &settings, req).await
+            }
+            Some(Token::Ticket(ticket)) => self.waiter(ticket, &settings, req).await,
+            _ => self.newcomer(new_visitor_id(), None, &settings, req).await,
+        }
+    }
+
+    /// A visitor with a valid pass: through, sliding the session now and then.
+    async fn holder(&self, pass: Pass, settings: &RoomSettings, req: &RequestView<'_>) -> Verdict {
+        let now = self.clock.now_ms();
+        let session_ms = settings.limits().session_ms;
+        let renew_after = session_ms / Millis::from(RENEW_AFTER_SHARE);
+        let mut set_cookie = None;
+        if !settings.disable_session_renewal && now - pass.renewed_at >= renew_after {
+            let touched = self
+                .store
+                .touch_pass(&pass.id, &pass.epoch, &settings.limits())
+                .await;
+            self.note_store(&touched);
+            match touched {
+                Ok(Some(expires_at)) => {
+                    let renewed = Pass {
+                        renewed_at: now,
+                        expires_at,
+                        ..pass.clone()
+                    };
+                    set_cookie = self.pass_cookie(&renewed);
+                }
+                // The store ended this session (expired, or revoked elsewhere): start over.
+                Ok(None) => return self.newcomer(new_visitor_id(), None, settings, req).await,
+                // The pass verified locally: a store outage must not throw admitted visitors out.
+                Err(_) => {}
+            }
+        }
+        Verdict::Forward {
+            outcome: Outcome::Passed,
+            set_cookie,
+            visitor: Some(pass.id),
+        }
+    }
+
+    /// A visitor with a ticket: still waiting, or its turn has come.
+    async fn waiter(
+        &self,
+        ticket: Ticket,
+        settings: &RoomSettings,
+        req: &RequestView<'_>,
+    ) -> Verdict {
+        if settings.queueing_method == QueueingMethod::Reject {
+            return self.closed(settings, req);
+        }
+        let polled = self.store.poll(&ticket.id, &settings.limits()).await;
+        self.note_store(&polled);
+        match polled {
+            Ok(PollOutcome::Admitted {
+                expires_at,
+                waited_ms,
+            }) => {
+                if let Some(waited) = waited_ms {
+                    self.metrics.wait_seconds.observe(waited as f64 / 1000.0);
+                    self.metrics.admitted.inc();
+                }
+                self.admitted(&ticket.id, &ticket.epoch, expires_at)
+            }
+            Ok(PollOutcome::Waiting { position, queued }) => {
+                self.waiting(settings, req, ticket, Some(position), queued)
+            }
+            Ok(PollOutcome::Unknown) => {
+                let restore = TicketPlace {
+                    place: ticket.place,
+                    epoch: ticket.epoch.clone(),
+                };
+                self.newcomer(ticket.id, Some(restore), settings, req).await
+            }
+            Err(_) => match self.on_store_error {
+                OnStoreError::Open => Verdict::forward(Outcome::Unprotected),
+                OnStoreError::Closed => self.waiting(settings, req, ticket, None, 0),
+            },
+        }
+    }
+
+    /// A visitor without a usable token (or whose place was lost): in at once when the room is
+    /// open and nobody waits, else into the line.
+    async fn newcomer(
+        &self,
+        id: String,
+        restore: Option<TicketPlace>,
+        settings: &RoomSettings,
+        req: &RequestView<'_>,
+    ) -> Verdict {
+        let limits = settings.limits();
+        match settings.queueing_method {
+            QueueingMethod::Reject => return self.closed(settings, req),
+            QueueingMethod::Passthrough => {
+                let admitted = self.store.admit_unconditionally(&id, &limits).await;
+                self.note_store(&admitted);
+                return match admitted {
+                    Ok(expires_at) => {
+                        self.metrics.admitted.inc();
+                        self.admitted(&id, &self.epoch().await, expires_at)
+                    }
+                    Err(_) => Verdict::forward(Outcome::Unprotected),
+                };
+            }
+            QueueingMethod::Fifo | QueueingMethod::Random => {}
+        }
+        if limits.admitting {
+            let direct = self.store.admit_directly(&id, &limits).await;
+            self.note_store(&direct);
+            match direct {
+                Ok(Some(expires_at)) => {
+                    self.metrics.admitted.inc();
+                    return self.admitted(&id, &self.epoch().await, expires_at);
+                }
+                Ok(None) => {}
+                Err(_) => return self.store_unreachable(id, restore, settings, req),
+            }
+        }
+        let joined = self.store.join(&id, restore.as_ref(), &limits).await;
+        self.note_store(&joined);
+        match joined {
+            Ok(joined) => {
+                self.set_epoch(&joined.epoch);
+                let ticket = Ticket {
+                    id,
+                    place: joined.place,
+                    epoch: joined.epoch,
+                    initial_position: restore
+                        .as_ref()
+                        .map_or(joined.position, |_| joined.position.max(1)),
+                    expires_at: 0,
+                };
+                self.waiting(settings, req, ticket, Some(joined.position), joined.queued)
+            }
+            Err(_) => self.store_unreachable(id, restore, settings, req),
+        }
+    }
+
+    /// The store cannot be reached for a visitor who holds no pass.
+    fn store_unreachable(
+        &self,
+        id: String,
+        restore: Option<TicketPlace>,
+        settings: &RoomSettings,
+        req: &RequestView<'_>,
+    ) -> Verdict {
+        match self.on_store_error {
+            OnStoreError::Open => Verdict::forward(Outcome::Unprotected),
+            OnStoreError::Closed => {
+                // A place from the arrival time, in an epoch no store has: when the store is
+                // back, the ticket is put in line where its arrival time says.
+                let ticket = Ticket {
+                    id,
+                    place: restore.map_or(self.clock.now_ms().saturating_mul(1000), |r| r.place),
+                    epoch: "offline".into(),
+                    initial_position: 0,
+                    expires_at: 0,
+                };
+                self.waiting(settings, req, ticket, None, 0)
+            }
+        }
+    }
+
+    fn admitted(&self, id: &str, epoch: &str, expires_at: Millis) -> Verdict {
+        let now = self.clock.now_ms();
+        let pass = Pass {
+            id: id.to_owned(),
+            epoch: epoch.to_owned(),
+            admitted_at: now,
+            renewed_at: now,
+            expires_at,
+        };
+        Verdict::Forward {
+            outcome: Outcome::Admitted,
+            set_cookie: self.pass_cookie(&pass),
+            visitor: Some(pass.id),
+        }
+    }
+
+    fn estimate(
+        &self,
+        settings: &RoomSettings,
+        position: Option<u64>,
+        queued: u64,
+    ) -> WaitEstimate {
+        if settings.queue_all {
+            return WaitEstimate::Unknown;
+        }
+        match (settings.queueing_method, position) {
+            (QueueingMethod::Random, _) => WaitEstimate::random(queued, self.rate()),
+            (_, Some(position)) => WaitEstimate::fifo(position, self.rate()),
+            (_, None) => WaitEstimate::Unknown,
+        }
+    }
+
+    pub fn status_body(
+        &self,
+        settings: &RoomSettings,
+        position: Option<u64>,
+        queued: u64,
+    ) -> StatusBody {
+        let standing = Standing::Waiting {
+            position,
+            queued,
+            estimate: self.estimate(settings, position, queued),
+        };
+        StatusBody::new(settings, standing, self.clock.now_ms())
+    }
+
+    fn waiting(
+        &self,
+        settings: &RoomSettings,
+        req: &RequestView<'_>,
+        mut ticket: Ticket,
+        position: Option<u64>,
+        queued: u64,
+    ) -> Verdict {
+        let now = self.clock.now_ms();
+        ticket.expires_at = now + settings.limits().abandon_after_ms;
+        let refresh = settings.refresh_interval.as_secs().max(1);
+        let body = self.status_body(settings, position, queued);
+        let mut reply = if req.wants_json() {
+            Reply::json(settings.queueing_status_code, &body)
+        } else {
+            let shown_position = match settings.queueing_method {
+                QueueingMethod::Random => None,
+                _ => position,
+            };
+            let estimate = self.estimate(settings, position, queued);
+            let view = WaitingView {
+                branding: &self.branding,
+                room_name: &settings.name,
+                position: shown_position,
+                queued,
+                initial_position: (ticket.initial_position > 0).then_some(ticket.initial_position),
+                wait_text: wait_text(&estimate),
+                wait_known: estimate.seconds().is_some(),
+                last_updated: rfc3339_ms(now),
+                refresh_interval_seconds: refresh,
+                status_url: STATUS_PATH,
+            };
+            match page::render_waiting(&view) {
+                Ok(html) => Reply::html(settings.queueing_status_code, html),
+                Err(e) => Reply::text(500, format!("cannot render the waiting page: {e}\n")),
+            }
+        };
+        reply = reply.with_header("refresh", refresh.to_string());
+        if let Some(cookie) = self.ticket_cookie(&ticket, settings) {
+            reply = reply.with_header("set-cookie", cookie);
+        }
+        Verdict::Respond {
+            outcome: Outcome::Queued,
+            reply,
+        }
+    }
+
+    fn closed(&self, settings: &RoomSettings, req: &RequestView<'_>) -> Verdict {
+        let reply = if req.wants_json() {
+            let body = StatusBody::new(settings, Standing::Closed, self.clock.now_ms());
+            Reply::json(settings.queueing_status_code, &body)
+        } else {
+            let view = ClosedView {
+                branding: &self.branding,
+                room_name: &settings.name,
+            };
+            match page::render_closed(&view) {
+                Ok(html) => Reply::html(settings.queueing_status_code, html),
+                Err(e) => Reply::text(500, format!("cannot render the closed page: {e}\n")),
+            }
+        };
+        Verdict::Respond {
+            outcome: Outcome::Rejected,
+            reply,
+        }
+    }
+
+    fn cookie(&self, value: &str, max_age_secs: i64) -> String {
+        let c = &self.pass_config;
+        format!(
+            "{}={value}; Path=/; Max-Age={max_age_secs}; HttpOnly; SameSite={}{}",
+            c.cookie_name,
+            c.cookie_samesite.as_str(),
+            if c.cookie_secure { "; Secure" } else { "" }
+        )
+    }
+
+    /// A Set-Cookie value that deletes the visitor's cookie.
+    pub fn clearing_cookie(&self) -> String {
+        self.cookie("", 0)
+    }
+
+    fn pass_cookie(&self, pass: &Pass) -> Option<String> {
+        let raw = self
+            .signer
+            .sign_pass(pass)
+            .map_err(|e| log::error!("{e}"))
+            .ok()?;
+        let max_age = (pass.expires_at - self.clock.now_ms()).max(0) / 1000 + 1;
+        Some(self.cookie(&raw, max_age))
+    }
+
+    fn ticket_cookie(&self, ticket: &Ticket, settings: &RoomSettings) -> Option<String> {
+        let raw = self
+            .signer
+            .sign_ticket(ticket)
+            .map_err(|e| log::error!("{e}"))
+            .ok()?;
+        Some(self.cookie(&raw, settings.abandon_after.as_secs().max(1) as i64))
+    }
+
+    /// `POST /__waitroom/leave`: give up the place or end the pass.
+    pub async fn leave(&self, req: &RequestView<'_>) -> Reply {
+        let settings = self.settings();
+        let result = match self.token(req) {
+            Some(Token::Ticket(t)) => self.store.leave_queue(&t.id).await,
+            Some(Token::Pass(p)) => self.end_pass(&p.id, &settings).await,
+            None => Ok(false),
+        };
+        self.note_store(&result);
+        match result {
+            Ok(left) => Reply::json(200, &serde_json::json!({ "left": left }))
+                .with_header("set-cookie", self.clearing_cookie()),
+            Err(e) => Reply::json(
+                503,
+                &serde_json::json!({ "left": false, "error": e.to_string() }),
+            ),
+        }
+    }
+
+    /// Ends a pass (leave, origin revoke, admin revoke).
+    pub async fn end_pass(&self, id: &str, settings: &RoomSettings) -> Result<bool, StoreError> {
+        let ended = self.store.end_pass(id, &settings.limits()).await?;
+        if ended {
+            self.metrics.revoked.inc();
+        }
+        Ok(ended)
+    }
+
+    /// For the events stream: the visitor's status now, and whether the stream is done. The
+    /// stream cannot set cookies, so an admitted visitor is told to reload, and that request
+    /// collects the pass.
+    pub async fn watch(&self, req: &RequestView<'_>) -> (StatusBody, bool) {
+        let settings = self.settings();
+        let now = self.clock.now_ms();
+        let standing = match self.token(req) {
+            Some(Token::Pass(p)) if !self.store.is_revoked(&p.id) => Standing::Admitted,
+            Some(Token::Ticket(t)) => {
+                let polled = self.store.poll(&t.id, &settings.limits()).await;
+                self.note_store(&polled);
+                match polled {
+                    Ok(PollOutcome::Waiting { position, queued }) => {
+                        return (self.status_body(&settings, Some(position), queued), false);
+                    }
+                    Ok(PollOutcome::Admitted { waited_ms, .. }) => {
+                        if let Some(waited) = waited_ms {
+                            self.metrics.wait_seconds.observe(waited as f64 / 1000.0);
+                            self.metrics.admitted.inc();
+                        }
+                        Standing::Admitted
+                    }
+                    Ok(PollOutcome::Unknown) => Standing::Gone,
+                    Err(_) => return (self.status_body(&settings, None, 0), false),
+                }
+            }
+            _ => Standing::Gone,
+        };
+        (StatusBody::new(&settings, standing, now), true)
+    }
+
+    /// `GET /__waitroom/status`: the JSON status for any visitor, admitting it when its turn has
+    /// come (the pass cookie comes with the answer).
+    pub async fn status(&self, req: &RequestView<'_>) -> Reply {
+        let protected = RequestView {
+            accept: Some("application/json"),
+            path: self.route.path.as_str(),
+            ..*req
+        };
+        match self.decide(&protected).await {
+            Verdict::Respond { reply, .. } => reply,
+            Verdict::Forward { set_cookie, .. } => {
+                let body =
+                    StatusBody::new(&self.settings(), Standing::Admitted, self.clock.now_ms());
+                let reply = Reply::json(200, &body);
+                match set_cookie {
+                    Some(cookie) => reply.with_header("set-cookie", cookie),
+                    None => reply,
+                }
+            }
+        }
+    }
+}
+
+/// The value of one cookie in a Cookie header, without allocating.
+pub fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+    header.split(';').find_map(|pair| {
+        let (k, v) = pair.trim().split_once('=')?;
+        (k == name).then_some(v.trim_matches('"'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_only_for_the_exact_accept_or_the_query_flag() {
+        let req = |accept: Option<&'static str>, query: Option<&'static str>| RequestView {
+            accept,
+            query,
+            path: "/",
+            ..Default::default()
+        };
+        assert!(req(Some("application/json"), None).wants_json());
+        assert!(!req(Some("application/json, text/html"), None).wants_json());
+        assert!(!req(Some("text/html"), None).wants_json());
+        assert!(req(None, Some("a=1&waitingroom_json=1")).wants_json());
+        assert!(!req(None, Some("waitingroom_json=0")).wants_json());
+    }
+
+    #[test]
+    fn finds_one_cookie_among_many() {
+        assert_eq!(
+            cookie_value("a=1; waitroom=tok; b=2", "waitroom"),
+            Some("tok")
+        );
+        assert_eq!(cookie_value("waitroomx=1", "waitroom"), None);
+        assert_eq!(cookie_value("garbage", "waitroom"), None);
+    }
+}

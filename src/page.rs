@@ -1,0 +1,676 @@
+//! Visitor-facing HTML pages: the waiting page, the closed ("sold out") page and the branded
+//! origin-error page. Templates live in `templates/` (askama's default directory).
+//!
+//! Everything a page needs is inline (CSS and JS); the only external resource is the shop's own
+//! logo when one is configured. The waiting page is fully server-rendered so it works with
+//! JavaScript off (the proxy sends a `Refresh` header); the script only makes it live.
+
+use askama::Template;
+
+/// Branding from the [page] config section.
+#[derive(Debug, Clone)]
+pub struct Branding {
+    /// e.g. "Sneaker drop"; used in `<title>` and the page header.
+    pub title: String,
+    /// The shop's own logo URL: the only external resource, and only when configured.
+    pub logo_url: Option<String>,
+    /// CSS colour, `#rgb` or `#rrggbb`.
+    pub primary_color: String,
+    pub background_color: String,
+    pub text_color: String,
+    /// e.g. "You're in line".
+    pub heading: String,
+    /// e.g. "This shop is very busy right now. Keep this tab open: you will be let in automatically."
+    pub message: String,
+    /// e.g. "Sold out".
+    pub closed_heading: String,
+    /// e.g. "This drop is closed. Thank you for your interest."
+    pub closed_message: String,
+}
+
+/// What the waiting page shows to one visitor.
+#[derive(Debug, Clone)]
+pub struct WaitingView<'a> {
+    pub branding: &'a Branding,
+    pub room_name: &'a str,
+    /// Exact 1-based place; None under random queueing (the queued count is shown instead).
+    pub position: Option<u64>,
+    /// Visitors waiting in total.
+    pub queued: u64,
+    /// Position when the visitor joined, for the progress bar (progress = 1 - position/initial).
+    pub initial_position: Option<u64>,
+    /// Already formatted, e.g. "about 4 minutes", "5 minutes to 15 minutes" or "unavailable".
+    pub wait_text: String,
+    pub wait_known: bool,
+    /// RFC 3339 UTC, e.g. "2026-11-29T20:01:02.000Z".
+    pub last_updated: String,
+    /// How often the script polls (the no-JS path relies on an HTTP `Refresh` header).
+    pub refresh_interval_seconds: u64,
+    /// JSON endpoint the script polls, e.g. "/__waitroom/status".
+    pub status_url: &'a str,
+}
+
+/// The "reject" page: the room is closed or sold out.
+#[derive(Debug, Clone)]
+pub struct ClosedView<'a> {
+    pub branding: &'a Branding,
+    pub room_name: &'a str,
+}
+
+/// A small branded error page, e.g. for 502/504 when the shop's origin is down or slow.
+#[derive(Debug, Clone)]
+pub struct ErrorView<'a> {
+    pub branding: &'a Branding,
+    pub status: u16,
+    pub heading: &'a str,
+    pub message: &'a str,
+}
+
+pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
+    let position = view.position.map(group_thousands);
+    let place_key = format!(
+        "{}|{}",
+        view.position
+            .map_or_else(|| "null".to_owned(), |p| p.to_string()),
+        view.queued
+    );
+    let sub_text = match view.position {
+        Some(_) if view.queued == 0 => String::new(),
+        Some(_) => format!(
+            "{} {} waiting in total",
+            group_thousands(view.queued),
+            if view.queued == 1 { "person" } else { "people" }
+        ),
+        None => "Visitors are let in at random, not in order of arrival.".to_owned(),
+    };
+    let wait_known = view.wait_known && !view.wait_text.trim().is_empty();
+    WaitingPage {
+        b: view.branding,
+        theme: Theme::new(view.branding),
+        room_name: view.room_name,
+        status_url: view.status_url,
+        refresh: view.refresh_interval_seconds.max(1),
+        initial: view
+            .initial_position
+            .map(|p| p.to_string())
+            .unwrap_or_default(),
+        title_prefix: position
+            .as_ref()
+            .map(|p| format!("#{p} in line · "))
+            .unwrap_or_default(),
+        base_title: format!("{} · {}", view.branding.heading, view.branding.title),
+        position_attr: view.position.map(|p| p.to_string()).unwrap_or_default(),
+        position,
+        queued: view.queued,
+        queued_text: group_thousands(view.queued),
+        people_waiting: if view.queued == 1 {
+            "person is waiting"
+        } else {
+            "people are waiting"
+        },
+        place_key,
+        sub_text,
+        progress: progress_percent(view.position, view.initial_position),
+        wait_display: if wait_known {
+            view.wait_text.clone()
+        } else {
+            "Not known yet".to_owned()
+        },
+        wait_known,
+        last_updated: &view.last_updated,
+        last_updated_text: utc_clock(&view.last_updated),
+    }
+    .render()
+}
+
+pub fn render_closed(view: &ClosedView) -> Result<String, askama::Error> {
+    ClosedPage {
+        b: view.branding,
+        theme: Theme::new(view.branding),
+        room_name: view.room_name,
+    }
+    .render()
+}
+
+pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
+    ErrorPage {
+        b: view.branding,
+        theme: Theme::new(view.branding),
+        status: view.status,
+        heading: view.heading,
+        message: view.message,
+    }
+    .render()
+}
+
+#[derive(Template)]
+#[template(path = "waiting.html", whitespace = "minimize")]
+struct WaitingPage<'a> {
+    b: &'a Branding,
+    theme: Theme,
+    room_name: &'a str,
+    status_url: &'a str,
+    refresh: u64,
+    initial: String,
+    title_prefix: String,
+    base_title: String,
+    position: Option<String>,
+    position_attr: String,
+    queued: u64,
+    queued_text: String,
+    people_waiting: &'static str,
+    place_key: String,
+    sub_text: String,
+    progress: Option<u64>,
+    wait_display: String,
+    wait_known: bool,
+    last_updated: &'a str,
+    last_updated_text: String,
+}
+
+#[derive(Template)]
+#[template(path = "closed.html", whitespace = "minimize")]
+struct ClosedPage<'a> {
+    b: &'a Branding,
+    theme: Theme,
+    room_name: &'a str,
+}
+
+#[derive(Template)]
+#[template(path = "error.html", whitespace = "minimize")]
+struct ErrorPage<'a> {
+    b: &'a Branding,
+    theme: Theme,
+    status: u16,
+    heading: &'a str,
+    message: &'a str,
+}
+
+/// Percent of the way to the front, rounded down (so 100 is never shown while still waiting).
+fn progress_percent(position: Option<u64>, initial: Option<u64>) -> Option<u64> {
+    let (position, initial) = (position?, initial?);
+    if initial == 0 {
+        return None;
+    }
+    if position >= initial {
+        return Some(0);
+    }
+    Some((initial - position).saturating_mul(100) / initial)
+}
+
+/// 1234567 -> "1,234,567".
+fn group_thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// "2026-11-29T20:01:02.000Z" -> "20:01:02 UTC" for the no-JS page (the script shows local time).
+fn utc_clock(rfc3339: &str) -> String {
+    let is_utc = rfc3339.ends_with('Z') || rfc3339.ends_with("+00:00");
+    match rfc3339.get(11..19) {
+        Some(clock) if is_utc && rfc3339.as_bytes().get(10) == Some(&b'T') => {
+            format!("{clock} UTC")
+        }
+        _ => rfc3339.to_owned(),
+    }
+}
+
+const DEFAULT_PRIMARY: Rgb = Rgb(0x1f, 0x4e, 0xd8);
+const DEFAULT_BACKGROUND: Rgb = Rgb(0xf7, 0xf7, 0xf8);
+const DEFAULT_TEXT: Rgb = Rgb(0x11, 0x18, 0x27);
+const WHITE: Rgb = Rgb(0xff, 0xff, 0xff);
+const INK: Rgb = Rgb(0x11, 0x18, 0x27);
+const PAPER: Rgb = Rgb(0xf9, 0xfa, 0xfb);
+/// WCAG AA for normal text.
+const MIN_TEXT_CONTRAST: f64 = 4.5;
+
+/// Colours injected into the `:root` CSS block. All are `#rrggbb` built here, so nothing from the
+/// config reaches the stylesheet unparsed; derived shades keep text readable whatever is set.
+struct Theme {
+    primary: String,
+    on_primary: String,
+    bg: String,
+    text: String,
+    muted: String,
+    card: String,
+    panel: String,
+    track: String,
+    border: String,
+    accent: String,
+    scheme: &'static str,
+}
+
+impl Theme {
+    fn new(b: &Branding) -> Self {
+        let primary = Rgb::parse(&b.primary_color).unwrap_or(DEFAULT_PRIMARY);
+        let bg = Rgb::parse(&b.background_color).unwrap_or(DEFAULT_BACKGROUND);
+        let dark = bg.contrast(WHITE) > bg.contrast(INK);
+        let card = if dark { bg.mix(WHITE, 0.06) } else { WHITE };
+        let panel = card.mix(primary, 0.06);
+        let surfaces = [bg, card, panel];
+        let readable = |c: Rgb| {
+            surfaces
+                .iter()
+                .map(|s| c.contrast(*s))
+                .fold(f64::INFINITY, f64::min)
+        };
+        let mut text = Rgb::parse(&b.text_color).unwrap_or(DEFAULT_TEXT);
+        if readable(text) < MIN_TEXT_CONTRAST {
+            text = if readable(INK) >= readable(PAPER) {
+                INK
+            } else {
+                PAPER
+            };
+        }
+        // Softer secondary text, as soft as it can be while still passing AA.
+        let muted = [0.36, 0.28, 0.2, 0.12, 0.0]
+            .iter()
+            .map(|t| text.mix(card, *t))
+            .find(|c| readable(*c) >= MIN_TEXT_CONTRAST)
+            .unwrap_or(text);
+        // The brand colour as text (big number, icons, focus ring), nudged towards the text
+        // colour until it is readable on every surface.
+        let accent = [0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9]
+            .iter()
+            .map(|t| primary.mix(text, *t))
+            .find(|c| readable(*c) >= MIN_TEXT_CONTRAST)
+            .unwrap_or(text);
+        let on_primary = if primary.contrast(WHITE) >= primary.contrast(INK) {
+            WHITE
+        } else {
+            INK
+        };
+        Theme {
+            primary: primary.hex(),
+            on_primary: on_primary.hex(),
+            bg: bg.hex(),
+            text: text.hex(),
+            muted: muted.hex(),
+            card: card.hex(),
+            panel: panel.hex(),
+            track: card.mix(primary, 0.18).hex(),
+            border: card.mix(text, 0.1).hex(),
+            accent: accent.hex(),
+            scheme: if dark { "dark" } else { "light" },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rgb(u8, u8, u8);
+
+impl Rgb {
+    /// `#rgb` or `#rrggbb`; anything else is rejected.
+    fn parse(s: &str) -> Option<Rgb> {
+        let hex = s.trim().strip_prefix('#')?;
+        if !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return None;
+        }
+        let channel = |i: usize, len: usize| -> Option<u8> {
+            let v = u8::from_str_radix(hex.get(i * len..(i + 1) * len)?, 16).ok()?;
+            Some(if len == 1 { v * 17 } else { v })
+        };
+        let len = match hex.len() {
+            3 => 1,
+            6 => 2,
+            _ => return None,
+        };
+        Some(Rgb(channel(0, len)?, channel(1, len)?, channel(2, len)?))
+    }
+
+    fn hex(self) -> String {
+        format!("#{:02x}{:02x}{:02x}", self.0, self.1, self.2)
+    }
+
+    /// WCAG relative luminance.
+    fn luminance(self) -> f64 {
+        let lin = |c: u8| {
+            let c = f64::from(c) / 255.0;
+            if c <= 0.04045 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * lin(self.0) + 0.7152 * lin(self.1) + 0.0722 * lin(self.2)
+    }
+
+    /// WCAG contrast ratio, 1.0 to 21.0.
+    fn contrast(self, other: Rgb) -> f64 {
+        let (a, b) = (self.luminance(), other.luminance());
+        (a.max(b) + 0.05) / (a.min(b) + 0.05)
+    }
+
+    /// `t` of the way from `self` to `other`.
+    fn mix(self, other: Rgb, t: f64) -> Rgb {
+        let m = |a: u8, b: u8| {
+            let v = f64::from(a) + (f64::from(b) - f64::from(a)) * t;
+            // Clamped to 0..=255 first, so the cast cannot truncate.
+            v.round().clamp(0.0, 255.0) as u8
+        };
+        Rgb(m(self.0, other.0), m(self.1, other.1), m(self.2, other.2))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOGO: &str = "https://cdn.example-shop.com/assets/logo.svg";
+
+    fn branding() -> Branding {
+        Branding {
+            title: "Sneaker drop".into(),
+            logo_url: Some(LOGO.into()),
+            primary_color: "#1f4ed8".into(),
+            background_color: "#f7f7f8".into(),
+            text_color: "#111827".into(),
+            heading: "You're in line".into(),
+            message: "This shop is very busy right now. Keep this tab open: you will be let in \
+                      automatically."
+                .into(),
+            closed_heading: "Sold out".into(),
+            closed_message: "This drop is closed. Thank you for your interest.".into(),
+        }
+    }
+
+    fn waiting(b: &Branding) -> WaitingView<'_> {
+        WaitingView {
+            branding: b,
+            room_name: "sneaker-drop",
+            position: Some(42),
+            queued: 1834,
+            initial_position: Some(1200),
+            wait_text: "about 4 minutes".into(),
+            wait_known: true,
+            last_updated: "2026-11-29T20:01:02.000Z".into(),
+            refresh_interval_seconds: 20,
+            status_url: "/__waitroom/status",
+        }
+    }
+
+    fn get(s: &str) -> Rgb {
+        Rgb::parse(s).unwrap_or_else(|| panic!("bad colour {s}"))
+    }
+
+    fn assert_no_urls(html: &str) {
+        let rest = html.replace(LOGO, "");
+        for needle in ["http://", "https://", "//", "url(", "@import"] {
+            assert!(!rest.contains(needle), "found {needle:?} in page");
+        }
+    }
+
+    #[test]
+    fn waiting_page_renders_position_and_details() -> Result<(), askama::Error> {
+        let b = branding();
+        let html = render_waiting(&waiting(&b))?;
+        assert!(html.starts_with("<!doctype html>"));
+        assert!(html.contains("<html lang=\"en\">"));
+        assert!(html.contains(r#"<strong class="num">42</strong>"#));
+        assert!(html.contains("You are number"));
+        assert!(html.contains("1,834 people waiting in total"));
+        assert!(html.contains("about 4 minutes"));
+        assert!(html.contains(
+            r#"<time id="wr-time" datetime="2026-11-29T20:01:02.000Z">20:01:02 UTC</time>"#
+        ));
+        assert!(html.contains(r#"aria-live="polite""#));
+        assert!(html.contains(r#"data-status-url="/__waitroom/status""#));
+        assert!(html.contains(r#"data-refresh="20""#));
+        assert!(html.contains("<title>#42 in line · You&#39;re in line · Sneaker drop</title>"));
+        assert!(html.contains("--primary:#1f4ed8;"));
+        assert!(html.contains(&format!(r#"src="{LOGO}""#)));
+        assert!(html.contains("Refreshing this page won’t lose your place"));
+        assert!(html.contains("Waiting room: sneaker-drop"));
+        assert!(html.contains(r#"id="wr-wait-note" hidden"#));
+        Ok(())
+    }
+
+    #[test]
+    fn waiting_page_is_small() -> Result<(), askama::Error> {
+        let b = branding();
+        let html = render_waiting(&waiting(&b))?;
+        assert!(html.len() < 20 * 1024, "{} bytes", html.len());
+        Ok(())
+    }
+
+    #[test]
+    fn random_queueing_shows_the_queued_count() -> Result<(), askama::Error> {
+        let b = branding();
+        let view = WaitingView {
+            position: None,
+            initial_position: None,
+            queued: 1500,
+            ..waiting(&b)
+        };
+        let html = render_waiting(&view)?;
+        assert!(html.contains(
+            r#"<strong class="num">1,500</strong> <span class="lbl">people are waiting</span>"#
+        ));
+        assert!(!html.contains(r#"<span class="lbl">You are number</span>"#));
+        assert!(html.contains(r#"class="bar indeterminate""#));
+        assert!(!html.contains(r#" aria-valuenow=""#));
+        assert!(html.contains("<title>You&#39;re in line · Sneaker drop</title>"));
+
+        let one = WaitingView { queued: 1, ..view };
+        assert!(render_waiting(&one)?.contains("person is waiting"));
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_wait_is_said_honestly() -> Result<(), askama::Error> {
+        let b = branding();
+        let view = WaitingView {
+            wait_text: "unavailable".into(),
+            wait_known: false,
+            ..waiting(&b)
+        };
+        let html = render_waiting(&view)?;
+        assert!(html.contains(r#"<dd id="wr-wait" aria-live="polite">Not known yet</dd>"#));
+        assert!(html.contains("We can’t estimate your wait yet"));
+        assert!(!html.contains(r#"id="wr-wait-note" hidden"#));
+        assert!(!html.contains("unavailable"));
+        Ok(())
+    }
+
+    #[test]
+    fn progress_for_position_25_of_100_is_75_percent() -> Result<(), askama::Error> {
+        assert_eq!(progress_percent(Some(25), Some(100)), Some(75));
+        assert_eq!(progress_percent(Some(1), Some(1)), Some(0));
+        assert_eq!(progress_percent(Some(150), Some(100)), Some(0));
+        assert_eq!(progress_percent(Some(1), Some(100)), Some(99));
+        assert_eq!(progress_percent(None, Some(100)), None);
+        assert_eq!(progress_percent(Some(5), None), None);
+        assert_eq!(progress_percent(Some(5), Some(0)), None);
+
+        let b = branding();
+        let view = WaitingView {
+            position: Some(25),
+            initial_position: Some(100),
+            ..waiting(&b)
+        };
+        let html = render_waiting(&view)?;
+        assert!(html.contains(r#"role="progressbar""#));
+        assert!(html.contains(r#"aria-valuenow="75""#));
+        assert!(html.contains(r#"style="width:75%""#));
+        Ok(())
+    }
+
+    #[test]
+    fn no_external_references_except_the_logo() -> Result<(), askama::Error> {
+        let b = branding();
+        assert_no_urls(&render_waiting(&waiting(&b))?);
+        assert_no_urls(&render_closed(&ClosedView {
+            branding: &b,
+            room_name: "sneaker-drop",
+        })?);
+        assert_no_urls(&render_error(&ErrorView {
+            branding: &b,
+            status: 502,
+            heading: "The shop is not answering",
+            message: "Please try again in a moment.",
+        })?);
+        let no_logo = Branding {
+            logo_url: None,
+            ..branding()
+        };
+        let html = render_waiting(&waiting(&no_logo))?;
+        assert!(!html.contains("<img"));
+        assert_no_urls(&html);
+        Ok(())
+    }
+
+    #[test]
+    fn everything_is_escaped() -> Result<(), askama::Error> {
+        let evil = "<script>alert(1)</script>";
+        let b = Branding {
+            title: evil.into(),
+            logo_url: Some("\"><script>alert(1)</script>".into()),
+            primary_color: "red;}</style><script>alert(1)</script>".into(),
+            background_color: "#fff\"".into(),
+            text_color: "expression(alert(1))".into(),
+            heading: evil.into(),
+            message: evil.into(),
+            closed_heading: evil.into(),
+            closed_message: evil.into(),
+        };
+        let view = WaitingView {
+            room_name: evil,
+            status_url: "/s\"><script>alert(1)</script>",
+            wait_text: evil.into(),
+            last_updated: "\"><script>alert(1)</script>".into(),
+            ..waiting(&b)
+        };
+        let pages = [
+            render_waiting(&view)?,
+            render_closed(&ClosedView {
+                branding: &b,
+                room_name: evil,
+            })?,
+            render_error(&ErrorView {
+                branding: &b,
+                status: 504,
+                heading: evil,
+                message: evil,
+            })?,
+        ];
+        for html in &pages {
+            assert!(!html.contains(evil), "{html}");
+            assert!(!html.contains("<script>alert"));
+            assert!(html.contains("&#60;script&#62;alert(1)&#60;/script&#62;"));
+            // Invalid colours fall back to the defaults.
+            assert!(
+                html.contains(
+                    "--primary:#1f4ed8;--on-primary:#ffffff;--bg:#f7f7f8;--text:#111827;"
+                )
+            );
+        }
+        assert_eq!(pages[0].matches("<script>").count(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn closed_page_renders_without_polling() -> Result<(), askama::Error> {
+        let b = branding();
+        let html = render_closed(&ClosedView {
+            branding: &b,
+            room_name: "sneaker-drop",
+        })?;
+        assert!(html.contains("<h1>Sold out</h1>"));
+        assert!(html.contains("This drop is closed. Thank you for your interest."));
+        assert!(!html.contains("<script"));
+        assert!(!html.contains("refresh"));
+        assert!(html.len() < 20 * 1024);
+        Ok(())
+    }
+
+    #[test]
+    fn error_page_renders_with_status() -> Result<(), askama::Error> {
+        let b = branding();
+        let html = render_error(&ErrorView {
+            branding: &b,
+            status: 502,
+            heading: "The shop is not answering right now",
+            message: "Please try again in a moment.",
+        })?;
+        assert!(html.contains("Error 502"));
+        assert!(html.contains("<h1>The shop is not answering right now</h1>"));
+        assert!(html.contains("Please try again in a moment."));
+        assert!(html.contains(r#"<a class="btn" href="">Try again</a>"#));
+        assert!(!html.contains("<script"));
+        Ok(())
+    }
+
+    #[test]
+    fn refresh_interval_is_at_least_one_second() -> Result<(), askama::Error> {
+        let b = branding();
+        let view = WaitingView {
+            refresh_interval_seconds: 0,
+            ..waiting(&b)
+        };
+        assert!(render_waiting(&view)?.contains(r#"data-refresh="1""#));
+        Ok(())
+    }
+
+    #[test]
+    fn helpers() {
+        assert_eq!(group_thousands(0), "0");
+        assert_eq!(group_thousands(999), "999");
+        assert_eq!(group_thousands(1000), "1,000");
+        assert_eq!(group_thousands(1_234_567), "1,234,567");
+        assert_eq!(utc_clock("2026-11-29T20:01:02.000Z"), "20:01:02 UTC");
+        assert_eq!(utc_clock("2026-11-29T20:01:02+00:00"), "20:01:02 UTC");
+        assert_eq!(utc_clock("garbage"), "garbage");
+        assert_eq!(utc_clock("é"), "é");
+        assert_eq!(Rgb::parse("#abc"), Some(Rgb(0xaa, 0xbb, 0xcc)));
+        assert_eq!(Rgb::parse("#1f4ED8"), Some(Rgb(0x1f, 0x4e, 0xd8)));
+        assert_eq!(Rgb::parse("1f4ed8"), None);
+        assert_eq!(Rgb::parse("#1f4ed"), None);
+        assert_eq!(Rgb::parse("#+1+2+3"), None);
+        assert!((Rgb(0, 0, 0).contrast(WHITE) - 21.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn colours_stay_readable() {
+        // Yellow brand on white, text colour that is barely visible.
+        let b = Branding {
+            primary_color: "#facc15".into(),
+            background_color: "#ffffff".into(),
+            text_color: "#dddddd".into(),
+            ..branding()
+        };
+        let t = Theme::new(&b);
+
+        let card = get(&t.card);
+        assert_eq!(t.text, "#111827");
+        assert_eq!(t.on_primary, "#111827");
+        for c in [&t.text, &t.muted, &t.accent] {
+            assert!(get(c).contrast(card) >= MIN_TEXT_CONTRAST, "{c}");
+            assert!(get(c).contrast(get(&t.panel)) >= MIN_TEXT_CONTRAST, "{c}");
+        }
+
+        // Dark theme.
+        let d = Theme::new(&Branding {
+            primary_color: "#60a5fa".into(),
+            background_color: "#0b1020".into(),
+            text_color: "#f3f4f6".into(),
+            ..branding()
+        });
+        assert_eq!(d.scheme, "dark");
+        assert_eq!(d.text, "#f3f4f6");
+        for c in [&d.text, &d.muted, &d.accent] {
+            assert!(get(c).contrast(get(&d.card)) >= MIN_TEXT_CONTRAST, "{c}");
+        }
+
+        // The default blue carries white text.
+        let t = Theme::new(&branding());
+        assert_eq!(t.on_primary, "#ffffff");
+        assert!(get(&t.primary).contrast(WHITE) >= MIN_TEXT_CONTRAST);
+    }
+}

@@ -1,0 +1,356 @@
+//! The Pingora layer: turns the gate's verdicts into responses, adds the pass cookie to the
+//! origin's answer, carries out the origin's revoke command and answers for a failed origin.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::prelude::HttpPeer;
+use pingora_core::{Error, ErrorType};
+use pingora_http::{RequestHeader, ResponseHeader};
+use pingora_proxy::{FailToProxy, ProxyHttp, Session};
+
+use crate::config::model::OriginConfig;
+use crate::gate::{Gate, RESERVED_PREFIX, RequestView, Verdict};
+use crate::page::{ErrorView, render_error};
+use crate::reply::Reply;
+
+/// The origin's header that ends the visitor's session (Cloudflare's name).
+const COMMAND_HEADER: &str = "cf-waiting-room-command";
+/// Longest a `/__waitroom/events` stream stays open; the page reconnects after that.
+const EVENTS_MAX: Duration = Duration::from_secs(600);
+const EVENTS_EVERY: Duration = Duration::from_secs(1);
+/// Larger request headers are refused with 431 before any work is done.
+const MAX_HEADER_VALUE: usize = 16 * 1024;
+const MAX_HEADERS_TOTAL: usize = 64 * 1024;
+/// Request bodies the proxy reads itself (leave) are small; more is refused.
+const MAX_OWN_BODY: usize = 16 * 1024;
+
+pub struct WaitroomProxy {
+    gate: Arc<Gate>,
+    origin: OriginConfig,
+}
+
+#[derive(Debug, Default)]
+pub struct RequestCtx {
+    set_cookie: Option<String>,
+    visitor: Option<String>,
+}
+
+impl WaitroomProxy {
+    pub fn new(gate: Arc<Gate>, origin: OriginConfig) -> Self {
+        Self { gate, origin }
+    }
+}
+
+fn header_str<'a>(req: &'a RequestHeader, name: &str) -> Option<&'a str> {
+    req.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// All Cookie headers as one (HTTP/2 clients send one per cookie).
+fn cookies(req: &RequestHeader) -> Option<Cow<'_, str>> {
+    let mut values = req
+        .headers
+        .get_all("cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    let first = values.next()?;
+    match values.next() {
+        None => Some(Cow::Borrowed(first)),
+        Some(second) => {
+            let mut joined = format!("{first}; {second}");
+            for more in values {
+                joined.push_str("; ");
+                joined.push_str(more);
+            }
+            Some(Cow::Owned(joined))
+        }
+    }
+}
+
+async fn drain_body(session: &mut Session) -> pingora::Result<bool> {
+    let mut read = 0;
+    while let Some(chunk) = session.read_request_body().await? {
+        read += chunk.len();
+        if read > MAX_OWN_BODY {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+impl WaitroomProxy {
+    async fn own_path(&self, session: &mut Session, path: &str) -> pingora::Result<()> {
+        let head_only = session.req_header().method == http::Method::HEAD;
+        let method = session.req_header().method.clone();
+        let reply = match (method, path) {
+            (http::Method::GET | http::Method::HEAD, "/__waitroom/status") => {
+                let req = session.req_header();
+                let cookie = cookies(req);
+                let view = RequestView {
+                    host: host(req),
+                    path,
+                    cookie: cookie.as_deref(),
+                    ..RequestView::default()
+                };
+                self.gate.status(&view).await
+            }
+            (http::Method::GET, "/__waitroom/events") => return self.events(session).await,
+            (http::Method::POST, "/__waitroom/leave") => {
+                if drain_body(session).await? {
+                    let req = session.req_header();
+                    let cookie = cookies(req);
+                    let view = RequestView {
+                        host: host(req),
+                        path,
+                        cookie: cookie.as_deref(),
+                        ..RequestView::default()
+                    };
+                    self.gate.leave(&view).await
+                } else {
+                    session.set_keepalive(None);
+                    Reply::text(413, "request body too large\n")
+                }
+            }
+            (_, "/__waitroom/status" | "/__waitroom/events" | "/__waitroom/leave") => {
+                Reply::text(405, "method not allowed\n")
+            }
+            _ => Reply::text(404, "no such waiting-room endpoint\n"),
+        };
+        reply.send(session, head_only).await
+    }
+
+    /// Server-Sent Events: the visitor's status whenever it changes, until it is admitted.
+    async fn events(&self, session: &mut Session) -> pingora::Result<()> {
+        let mut header = ResponseHeader::build(200, Some(4))?;
+        header.insert_header("content-type", "text/event-stream")?;
+        header.insert_header("cache-control", "no-store")?;
+        header.insert_header("x-accel-buffering", "no")?;
+        session
+            .write_response_header(Box::new(header), false)
+            .await?;
+        let started = tokio::time::Instant::now();
+        let mut last = String::new();
+        loop {
+            let req = session.req_header();
+            let cookie = cookies(req);
+            let view = RequestView {
+                host: host(req),
+                path: "/",
+                cookie: cookie.as_deref(),
+                ..RequestView::default()
+            };
+            let (body, done) = self.gate.watch(&view).await;
+            let json = serde_json::to_string(&body).unwrap_or_default();
+            if json != last {
+                let event = format!("data: {json}\n\n");
+                session
+                    .write_response_body(Some(Bytes::from(event)), false)
+                    .await?;
+                last = json;
+            }
+            if done || started.elapsed() > EVENTS_MAX {
+                break;
+            }
+            tokio::time::sleep(EVENTS_EVERY).await;
+        }
+        session.write_response_body(None, true).await
+    }
+}
+
+fn oversized(req: &RequestHeader) -> bool {
+    let mut total = 0;
+    for (name, value) in &req.headers {
+        let len = name.as_str().len() + value.len();
+        if len > MAX_HEADER_VALUE {
+            return true;
+        }
+        total += len;
+    }
+    total > MAX_HEADERS_TOTAL
+}
+
+fn host(req: &RequestHeader) -> Option<&str> {
+    header_str(req, "host").or_else(|| req.uri.host())
+}
+
+#[async_trait]
+impl ProxyHttp for WaitroomProxy {
+    type CTX = RequestCtx;
+
+    fn new_ctx(&self) -> Self::CTX {
+        RequestCtx::default()
+    }
+
+    /// Runs first for every request: answers reserved paths and visitors who must wait; lets
+    /// the rest through to `upstream_peer`.
+    async fn request_filter(
+        &self,
+        session: &mut Session,
+        ctx: &mut Self::CTX,
+    ) -> pingora::Result<bool> {
+        if oversized(session.req_header()) {
+            session.set_keepalive(None);
+            Reply::text(431, "request header fields too large\n")
+                .send(session, false)
+                .await?;
+            return Ok(true);
+        }
+        let path = session.req_header().uri.path().to_owned();
+        if path.starts_with(RESERVED_PREFIX) {
+            self.own_path(session, &path).await?;
+            return Ok(true);
+        }
+        let req = session.req_header();
+        let head_only = req.method == http::Method::HEAD;
+        let cookie = cookies(req);
+        let view = RequestView {
+            host: host(req),
+            path: &path,
+            query: req.uri.query(),
+            accept: header_str(req, "accept"),
+            cookie: cookie.as_deref(),
+        };
+        match self.gate.decide(&view).await {
+            Verdict::Forward {
+                set_cookie,
+                visitor,
+                ..
+            } => {
+                ctx.set_cookie = set_cookie;
+                ctx.visitor = visitor;
+                Ok(false)
+            }
+            Verdict::Respond { reply, .. } => {
+                reply.send(session, head_only).await?;
+                Ok(true)
+            }
+        }
+    }
+
+    async fn upstream_peer(
+        &self,
+        _session: &mut Session,
+        _ctx: &mut Self::CTX,
+    ) -> pingora::Result<Box<HttpPeer>> {
+        let o = &self.origin;
+        let mut peer = HttpPeer::new(o.address.as_str(), o.tls, o.sni.clone());
+        peer.options.connection_timeout = Some(o.connect_timeout);
+        peer.options.read_timeout = Some(o.read_timeout);
+        peer.options.write_timeout = Some(o.write_timeout);
+        Ok(Box::new(peer))
+    }
+
+    async fn upstream_request_filter(
+        &self,
+        _session: &mut Session,
+        upstream_request: &mut RequestHeader,
+        _ctx: &mut Self::CTX,
+    ) -> pingora::Result<()> {
+        if let Some(host) = &self.origin.host_header {
+            upstream_request.insert_header("host", host.as_str())?;
+        }
+        Ok(())
+    }
+
+    /// Runs on the origin's response header before it goes to the visitor.
+    async fn response_filter(
+        &self,
+        _session: &mut Session,
+        response: &mut ResponseHeader,
+        ctx: &mut Self::CTX,
+    ) -> pingora::Result<()> {
+        let command = response
+            .headers
+            .get(COMMAND_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().eq_ignore_ascii_case("revoke"));
+        if command.is_some() {
+            // Never shown to the visitor, whatever it says.
+            response.remove_header(COMMAND_HEADER);
+        }
+        let settings = self.gate.settings();
+        if command == Some(true)
+            && settings.revoke_command_enabled
+            && let Some(visitor) = ctx.visitor.take()
+        {
+            let ended = self.gate.end_pass(&visitor, &settings).await;
+            self.gate.note_store(&ended);
+            response.append_header("set-cookie", self.gate.clearing_cookie())?;
+            return Ok(());
+        }
+        if let Some(cookie) = ctx.set_cookie.take() {
+            response.append_header("set-cookie", cookie)?;
+        }
+        Ok(())
+    }
+
+    /// Runs when the request failed: a small branded page instead of a bare error.
+    async fn fail_to_proxy(
+        &self,
+        session: &mut Session,
+        e: &Error,
+        _ctx: &mut Self::CTX,
+    ) -> FailToProxy
+    where
+        Self::CTX: Send + Sync,
+    {
+        let (code, kind, heading, message) = match e.etype() {
+            ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => (
+                504,
+                "timeout",
+                "The shop is taking too long",
+                "The shop did not answer in time. Please try again in a moment.",
+            ),
+            ErrorType::HTTPStatus(code) => (
+                *code,
+                "status",
+                "Something went wrong",
+                "Please try again in a moment.",
+            ),
+            _ if e.esource() == &pingora_core::ErrorSource::Upstream => (
+                502,
+                "connect",
+                "The shop is not answering right now",
+                "Please try again in a moment: your place or your pass is kept.",
+            ),
+            ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed => {
+                // The visitor went away: nobody to answer.
+                return FailToProxy {
+                    error_code: 0,
+                    can_reuse_downstream: false,
+                };
+            }
+            _ => (
+                400,
+                "request",
+                "Bad request",
+                "The request could not be understood.",
+            ),
+        };
+        if code >= 500 {
+            self.gate.metrics.upstream_error(kind);
+        }
+        let view = ErrorView {
+            branding: self.gate.branding(),
+            status: code,
+            heading,
+            message,
+        };
+        let reply = match render_error(&view) {
+            Ok(html) => Reply::html(code, html),
+            Err(_) => Reply::text(code, format!("{heading}\n")),
+        };
+        // The connection is not reused after an error: say so, or clients reuse a closed socket.
+        session.set_keepalive(None);
+        if let Err(e) = reply.send(session, false).await {
+            log::debug!("could not send the error page: {e}");
+        }
+        FailToProxy {
+            error_code: code,
+            can_reuse_downstream: false,
+        }
+    }
+}

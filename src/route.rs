@@ -1,0 +1,125 @@
+//! Which requests the room protects: an optional host and a path prefix, minus bypass patterns.
+
+/// A path pattern where `*` matches any run of characters (slashes included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathPattern {
+    source: String,
+}
+
+impl PathPattern {
+    pub fn parse(source: &str) -> Result<Self, String> {
+        if source.is_empty() {
+            return Err("a bypass pattern cannot be empty".into());
+        }
+        if !source.starts_with('/') && !source.starts_with('*') {
+            return Err(format!(
+                "bypass pattern {source:?} must start with '/' or '*'"
+            ));
+        }
+        Ok(Self {
+            source: source.to_owned(),
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    pub fn matches(&self, path: &str) -> bool {
+        glob_match(self.source.as_bytes(), path.as_bytes())
+    }
+}
+
+/// Iterative wildcard match with single-star backtracking: linear in practice, no recursion.
+fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && pattern[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if p < pattern.len() && pattern[p] == text[t] {
+            p += 1;
+            t += 1;
+        } else if let Some((sp, st)) = star {
+            p = sp + 1;
+            t = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|c| *c == b'*')
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// Lower-case host without port; None protects every host.
+    pub host: Option<String>,
+    /// Case-sensitive path prefix.
+    pub path: String,
+}
+
+impl Route {
+    pub fn covers(&self, host: Option<&str>, path: &str) -> bool {
+        let host_ok = match (&self.host, host) {
+            (None, _) => true,
+            (Some(want), Some(got)) => {
+                let got = got.rsplit_once(':').map_or(got, |(h, port)| {
+                    if port.bytes().all(|b| b.is_ascii_digit()) {
+                        h
+                    } else {
+                        got
+                    }
+                });
+                got.eq_ignore_ascii_case(want)
+            }
+            (Some(_), None) => false,
+        };
+        host_ok && path.starts_with(&self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_prefixes_suffixes_and_exact_paths() {
+        let p = |s: &str| PathPattern::parse(s).unwrap_or_else(|e| panic!("{e}"));
+        assert!(p("/static/*").matches("/static/app.js"));
+        assert!(p("/static/*").matches("/static/"));
+        assert!(!p("/static/*").matches("/staticx"));
+        assert!(p("*.css").matches("/a/b/site.css"));
+        assert!(!p("*.css").matches("/a/site.css.map"));
+        assert!(p("/health").matches("/health"));
+        assert!(!p("/health").matches("/healthz"));
+        assert!(p("/a/*/c*").matches("/a/b/x/cd"));
+        assert!(PathPattern::parse("static/*").is_err());
+        assert!(PathPattern::parse("").is_err());
+    }
+
+    #[test]
+    fn long_inputs_do_not_blow_up() {
+        let p = PathPattern::parse("/*a*a*a*a*b").unwrap_or_else(|e| panic!("{e}"));
+        let text = format!("/{}", "a".repeat(5000));
+        assert!(!p.matches(&text));
+    }
+
+    #[test]
+    fn routes_match_host_without_port_and_path_prefix() {
+        let r = Route {
+            host: Some("shop.example".into()),
+            path: "/drop".into(),
+        };
+        assert!(r.covers(Some("SHOP.example:8080"), "/drop/shoes"));
+        assert!(!r.covers(Some("other.example"), "/drop"));
+        assert!(!r.covers(Some("shop.example"), "/Drop"));
+        assert!(!r.covers(None, "/drop"));
+        let any = Route {
+            host: None,
+            path: "/".into(),
+        };
+        assert!(any.covers(None, "/x"));
+    }
+}

@@ -1,0 +1,241 @@
+//! Assembles the product from the validated config: the store, the gate, the public proxy, the
+//! admin listener, the admission loop and (optionally) the demo shop, on one Pingora server.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use async_trait::async_trait;
+use pingora_core::server::configuration::ServerConf;
+use pingora_core::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
+use pingora_core::services::background::GenBackgroundService;
+use pingora_core::services::listening::Service;
+use tokio::sync::watch;
+
+use crate::admin::AdminApp;
+use crate::admission::AdmissionLoop;
+use crate::clock::{SharedClock, SystemClock};
+use crate::config::Config;
+use crate::config::model::Backend;
+use crate::demo_shop::DemoShop;
+use crate::gate::Gate;
+use crate::proxy::WaitroomProxy;
+use crate::store::memory::MemoryStore;
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{key} {address} is already in use (or not ours to bind): {reason}")]
+    AddressInUse {
+        key: &'static str,
+        address: SocketAddr,
+        reason: String,
+    },
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("cannot start: {0}")]
+    Runtime(String),
+}
+
+/// What differs between production and a test run.
+pub struct RunOptions {
+    pub clock: SharedClock,
+    /// Seed of random queueing (fixed in tests, random in production).
+    pub seed: u64,
+    /// Seconds SIGTERM waits for in-flight requests.
+    pub grace_period_secs: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            seed: rand::random(),
+            grace_period_secs: 10,
+        }
+    }
+}
+
+/// Pingora retries a busy port for 30 s and then fails inside a task: check first, fail fast.
+fn check_free(key: &'static str, address: SocketAddr) -> Result<(), StartError> {
+    TcpListener::bind(address)
+        .map(drop)
+        .map_err(|e| StartError::AddressInUse {
+            key,
+            address,
+            reason: e.to_string(),
+        })
+}
+
+fn demo_origin_address(config: &Config) -> Result<Option<SocketAddr>, StartError> {
+    if !config.origin.serve_demo_shop {
+        return Ok(None);
+    }
+    config.origin.address.parse().map(Some).map_err(|_| {
+        StartError::Unsupported(format!(
+            "origin.address {:?} must be an IP:port to serve the demo shop on",
+            config.origin.address
+        ))
+    })
+}
+
+/// The running parts a caller may want to look at (tests, main).
+pub struct Parts {
+    pub gate: Arc<Gate>,
+    pub admission: Arc<AdmissionLoop>,
+}
+
+/// The runtime the store's connections live on: kept for as long as the server runs.
+pub struct StoreRuntime {
+    _runtime: Option<tokio::runtime::Runtime>,
+}
+
+fn open_store(
+    config: &Config,
+    options: &RunOptions,
+) -> Result<(Arc<dyn Store>, StoreRuntime), StartError> {
+    match &config.store.backend {
+        Backend::Memory => Ok((
+            Arc::new(MemoryStore::new(options.clock.clone(), options.seed)),
+            StoreRuntime { _runtime: None },
+        )),
+        Backend::Redis { .. } => Err(StartError::Unsupported(
+            "store.backend = \"redis\" is not available in this build".into(),
+        )),
+    }
+}
+
+pub fn build(
+    config: &Config,
+    options: RunOptions,
+) -> Result<(Server, Parts, StoreRuntime), StartError> {
+    check_free("listen.address", config.listen)?;
+    check_free("admin.address", config.admin_address)?;
+    let demo = demo_origin_address(config)?;
+    if let Some(address) = demo {
+        check_free("origin.address (demo shop)", address)?;
+    }
+    let (store, store_runtime) = open_store(config, &options)?;
+
+    let threads = if config.threads > 0 {
+        config.threads
+    } else {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    };
+    let conf = ServerConf {
+        threads,
+        work_stealing: true,
+        grace_period_seconds: Some(options.grace_period_secs),
+        graceful_shutdown_timeout_seconds: Some(options.grace_period_secs.max(1)),
+        ..ServerConf::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(None, conf);
+
+    let gate = Arc::new(
+        Gate::new(config, store, options.clock.clone())
+            .map_err(|e| StartError::Runtime(e.to_string()))?,
+    );
+    gate.apply_settings(config.room.clone());
+    let instance = format!(
+        "{}-{:08x}",
+        std::env::var("HOSTNAME").unwrap_or_else(|_| "waitroom".into()),
+        rand::random::<u32>()
+    );
+    let admission = Arc::new(AdmissionLoop::new(
+        gate.clone(),
+        instance,
+        config.store.leader_ttl,
+    ));
+
+    let mut proxy = pingora_proxy::http_proxy_service_with_name(
+        &server.configuration,
+        WaitroomProxy::new(gate.clone(), config.origin.clone()),
+        "waitroom proxy",
+    );
+    proxy.add_tcp(&config.listen.to_string());
+
+    let mut admin = Service::new(
+        "waitroom admin".to_owned(),
+        AdminApp::new(gate.clone(), admission.clone(), config.admin_token.clone()),
+    );
+    admin.threads = Some(1);
+    admin.add_tcp(&config.admin_address.to_string());
+
+    let background = GenBackgroundService::new("waitroom admission".to_owned(), admission.clone());
+
+    server.add_service(proxy);
+    server.add_service(admin);
+    server.add_service(background);
+    if let Some(address) = demo {
+        let mut shop = Service::new("demo shop".to_owned(), DemoShop);
+        shop.threads = Some(1);
+        shop.add_tcp(&address.to_string());
+        server.add_service(shop);
+    }
+    server.bootstrap();
+    Ok((server, Parts { gate, admission }, store_runtime))
+}
+
+struct ChannelShutdown(watch::Receiver<bool>);
+
+#[async_trait]
+impl ShutdownSignalWatch for ChannelShutdown {
+    async fn recv(&self) -> ShutdownSignal {
+        let mut rx = self.0.clone();
+        // A dropped sender also means stop.
+        let _ = rx.wait_for(|stop| *stop).await;
+        ShutdownSignal::GracefulTerminate
+    }
+}
+
+/// A server running on its own thread, stopped on `stop` or drop: for tests and embedding.
+pub struct Running {
+    pub parts: Parts,
+    stop: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Running {
+    pub fn stop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            log::error!("the server thread panicked");
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+pub fn spawn(config: &Config, options: RunOptions) -> Result<Running, StartError> {
+    let (server, parts, store_runtime) = build(config, options)?;
+    let (stop, rx) = watch::channel(false);
+    let thread = std::thread::Builder::new()
+        .name("waitroom".into())
+        .spawn(move || {
+            let _keep = store_runtime;
+            server.run(RunArgs {
+                shutdown_signal: Box::new(ChannelShutdown(rx)),
+            });
+        })
+        .map_err(|e| StartError::Runtime(e.to_string()))?;
+    Ok(Running {
+        parts,
+        stop,
+        thread: Some(thread),
+    })
+}
+
+/// Runs until SIGTERM/SIGINT (graceful) and exits the process.
+pub fn run_forever(config: &Config) -> Result<(), StartError> {
+    let (server, _parts, store_runtime) = build(config, RunOptions::default())?;
+    let _keep = store_runtime;
+    server.run_forever()
+}

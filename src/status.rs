@@ -1,0 +1,180 @@
+//! The JSON a waiting visitor gets: Cloudflare's `cfWaitingRoom` object, key for key and in
+//! Cloudflare's order, so a client written for Cloudflare works unchanged; our extras sit beside
+//! it under `waitroom`.
+
+use serde::Serialize;
+
+use crate::clock::{Millis, rfc3339_ms};
+use crate::config::{QueueingMethod, RoomSettings};
+use crate::core::estimate::{WaitEstimate, minutes_ceil};
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CfWaitingRoom {
+    pub in_waiting_room: bool,
+    pub wait_time_known: bool,
+    pub wait_time: u64,
+    #[serde(rename = "waitTime25Percentile")]
+    pub wait_time_25_percentile: u64,
+    #[serde(rename = "waitTime50Percentile")]
+    pub wait_time_50_percentile: u64,
+    #[serde(rename = "waitTime75Percentile")]
+    pub wait_time_75_percentile: u64,
+    pub wait_time_formatted: String,
+    pub queue_is_full: bool,
+    pub queue_all: bool,
+    pub last_updated: String,
+    pub refresh_interval_seconds: u64,
+    pub queueing_method: &'static str,
+    #[serde(rename = "isFIFOQueue")]
+    pub is_fifo_queue: bool,
+    pub is_random_queue: bool,
+    pub is_passthrough_queue: bool,
+    pub is_reject_queue: bool,
+    pub is_event_active: bool,
+    pub is_event_prequeueing: bool,
+    pub time_until_event_start: u64,
+    pub time_until_event_start_formatted: String,
+    pub time_until_event_end: u64,
+    pub time_until_event_end_formatted: String,
+    pub shuffle_at_event_start: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitroomExtras {
+    /// Exact 1-based place in line, when the visitor waits and the store answered.
+    pub position: Option<u64>,
+    pub queued: u64,
+    pub admitted: bool,
+    pub eta_seconds: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatusBody {
+    #[serde(rename = "cfWaitingRoom")]
+    pub cf: CfWaitingRoom,
+    pub waitroom: WaitroomExtras,
+}
+
+/// Where one visitor stands, as far as the status needs to know.
+#[derive(Debug, Clone, Copy)]
+pub enum Standing {
+    Waiting {
+        position: Option<u64>,
+        queued: u64,
+        estimate: WaitEstimate,
+    },
+    Admitted,
+    /// No longer waiting and not admitted (dropped out, left): the page should reload.
+    Gone,
+    Closed,
+}
+
+const UNAVAILABLE: &str = "unavailable";
+
+fn minutes_text(minutes: u64) -> String {
+    if minutes == 1 {
+        "1 minute".into()
+    } else {
+        format!("{minutes} minutes")
+    }
+}
+
+/// Cloudflare's English wording of a wait estimate.
+pub fn wait_text(estimate: &WaitEstimate) -> String {
+    match *estimate {
+        WaitEstimate::Unknown => UNAVAILABLE.into(),
+        WaitEstimate::Exact { seconds } => minutes_text(minutes_ceil(seconds)),
+        WaitEstimate::Spread { p25, p75, .. } => {
+            let (low, high) = (minutes_ceil(p25), minutes_ceil(p75));
+            if low == high {
+                minutes_text(low)
+            } else {
+                format!("{} to {}", minutes_text(low), minutes_text(high))
+            }
+        }
+    }
+}
+
+impl StatusBody {
+    pub fn new(settings: &RoomSettings, standing: Standing, now: Millis) -> Self {
+        let method = settings.queueing_method;
+        let (in_waiting_room, position, queued, estimate) = match standing {
+            Standing::Waiting {
+                position,
+                queued,
+                estimate,
+            } => (true, position, queued, estimate),
+            Standing::Admitted | Standing::Gone => (false, None, 0, WaitEstimate::Unknown),
+            Standing::Closed => (true, None, 0, WaitEstimate::Unknown),
+        };
+        let (p25, p50, p75) = match estimate {
+            WaitEstimate::Spread { p25, p50, p75 } => {
+                (minutes_ceil(p25), minutes_ceil(p50), minutes_ceil(p75))
+            }
+            _ => (0, 0, 0),
+        };
+        let refresh = if method == QueueingMethod::Reject {
+            0
+        } else {
+            settings.refresh_interval.as_secs().max(1)
+        };
+        StatusBody {
+            cf: CfWaitingRoom {
+                in_waiting_room,
+                wait_time_known: estimate.seconds().is_some(),
+                wait_time: estimate.seconds().map_or(0, minutes_ceil),
+                wait_time_25_percentile: p25,
+                wait_time_50_percentile: p50,
+                wait_time_75_percentile: p75,
+                wait_time_formatted: wait_text(&estimate),
+                queue_is_full: false,
+                queue_all: settings.queue_all,
+                last_updated: rfc3339_ms(now),
+                refresh_interval_seconds: refresh,
+                queueing_method: method.as_str(),
+                is_fifo_queue: method == QueueingMethod::Fifo,
+                is_random_queue: method == QueueingMethod::Random,
+                is_passthrough_queue: method == QueueingMethod::Passthrough,
+                is_reject_queue: method == QueueingMethod::Reject,
+                is_event_active: false,
+                is_event_prequeueing: false,
+                time_until_event_start: 0,
+                time_until_event_start_formatted: UNAVAILABLE.into(),
+                time_until_event_end: 0,
+                time_until_event_end_formatted: UNAVAILABLE.into(),
+                shuffle_at_event_start: false,
+            },
+            waitroom: WaitroomExtras {
+                position,
+                queued,
+                admitted: matches!(standing, Standing::Admitted),
+                eta_seconds: estimate.seconds(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_texts_read_like_cloudflare() {
+        assert_eq!(wait_text(&WaitEstimate::Unknown), "unavailable");
+        assert_eq!(wait_text(&WaitEstimate::Exact { seconds: 30 }), "1 minute");
+        assert_eq!(
+            wait_text(&WaitEstimate::Exact { seconds: 600 }),
+            "10 minutes"
+        );
+        assert_eq!(
+            wait_text(&WaitEstimate::Spread {
+                p25: 300,
+                p50: 600,
+                p75: 900
+            }),
+            "5 minutes to 15 minutes"
+        );
+    }
+}

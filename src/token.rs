@@ -1,0 +1,223 @@
+//! Tickets (a place in line) and passes (an admission), as HS256 JWTs bound to the room.
+//! Expiry is checked against our own clock, not the system's, so tests can drive it.
+
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Millis;
+use crate::core::queue::Place;
+
+/// Cookies longer than this are not even parsed.
+pub const MAX_TOKEN_BYTES: usize = 2048;
+/// Tolerated clock difference between proxy hosts when checking expiry.
+const LEEWAY_MS: Millis = 1_000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ticket {
+    pub id: String,
+    pub place: Place,
+    pub epoch: String,
+    /// Position when the visitor joined, for the progress bar.
+    pub initial_position: u64,
+    pub expires_at: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pass {
+    pub id: String,
+    pub epoch: String,
+    pub admitted_at: Millis,
+    pub renewed_at: Millis,
+    pub expires_at: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Token {
+    Ticket(Ticket),
+    Pass(Pass),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    /// "ticket" or "pass".
+    typ: String,
+    room: String,
+    sub: String,
+    ep: String,
+    /// Standard expiry in seconds, for tools that read the token; we check `xms`.
+    exp: i64,
+    xms: Millis,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pl: Place,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    p0: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    adm: Millis,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    ren: Millis,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("token signing: {0}")]
+pub struct SignError(#[from] jsonwebtoken::errors::Error);
+
+pub struct Signer {
+    room: String,
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+}
+
+impl Signer {
+    pub fn new(room: &str, secret: &[u8]) -> Result<Self, SignError> {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.validate_exp = false;
+        validation.required_spec_claims.clear();
+        Ok(Self {
+            room: room.to_owned(),
+            encoding: EncodingKey::from_secret(secret)?,
+            decoding: DecodingKey::from_secret(secret)?,
+            validation,
+        })
+    }
+
+    fn sign(&self, claims: &Claims) -> Result<String, SignError> {
+        Ok(jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            claims,
+            &self.encoding,
+        )?)
+    }
+
+    pub fn sign_ticket(&self, t: &Ticket) -> Result<String, SignError> {
+        self.sign(&Claims {
+            typ: "ticket".into(),
+            room: self.room.clone(),
+            sub: t.id.clone(),
+            ep: t.epoch.clone(),
+            exp: t.expires_at.div_euclid(1000),
+            xms: t.expires_at,
+            pl: t.place,
+            p0: i64::try_from(t.initial_position).unwrap_or(i64::MAX),
+            adm: 0,
+            ren: 0,
+        })
+    }
+
+    pub fn sign_pass(&self, p: &Pass) -> Result<String, SignError> {
+        self.sign(&Claims {
+            typ: "pass".into(),
+            room: self.room.clone(),
+            sub: p.id.clone(),
+            ep: p.epoch.clone(),
+            exp: p.expires_at.div_euclid(1000),
+            xms: p.expires_at,
+            pl: 0,
+            p0: 0,
+            adm: p.admitted_at,
+            ren: p.renewed_at,
+        })
+    }
+
+    /// The token a cookie holds, or None when it is oversized, forged, expired or for another
+    /// room: all of those count as no token at all.
+    pub fn verify(&self, raw: &str, now: Millis) -> Option<Token> {
+        if raw.len() > MAX_TOKEN_BYTES {
+            return None;
+        }
+        let claims = jsonwebtoken::decode::<Claims>(raw, &self.decoding, &self.validation)
+            .ok()?
+            .claims;
+        if claims.room != self.room || claims.xms + LEEWAY_MS < now || claims.sub.is_empty() {
+            return None;
+        }
+        match claims.typ.as_str() {
+            "ticket" => Some(Token::Ticket(Ticket {
+                id: claims.sub,
+                place: claims.pl,
+                epoch: claims.ep,
+                initial_position: u64::try_from(claims.p0).unwrap_or(0),
+                expires_at: claims.xms,
+            })),
+            "pass" => Some(Token::Pass(Pass {
+                id: claims.sub,
+                epoch: claims.ep,
+                admitted_at: claims.adm,
+                renewed_at: claims.ren,
+                expires_at: claims.xms,
+            })),
+            _ => None,
+        }
+    }
+}
+
+/// A fresh visitor id: 128 random bits, hex.
+pub fn new_visitor_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pass() -> Pass {
+        Pass {
+            id: "v1".into(),
+            epoch: "e".into(),
+            admitted_at: 1_000,
+            renewed_at: 2_000,
+            expires_at: 10_000,
+        }
+    }
+
+    fn signer(room: &str, secret: &[u8]) -> Signer {
+        Signer::new(room, secret).expect("valid key")
+    }
+
+    #[test]
+    fn round_trips_tickets_and_passes() {
+        let s = signer("room", b"0123456789abcdef0123456789abcdef");
+        let t = Ticket {
+            id: "v2".into(),
+            place: 1_700_000_000_000_123,
+            epoch: "e".into(),
+            initial_position: 42,
+            expires_at: 9_000,
+        };
+        let raw = s.sign_ticket(&t).unwrap_or_default();
+        assert_eq!(s.verify(&raw, 5_000), Some(Token::Ticket(t)));
+        let raw = s.sign_pass(&pass()).unwrap_or_default();
+        assert_eq!(s.verify(&raw, 5_000), Some(Token::Pass(pass())));
+    }
+
+    #[test]
+    fn refuses_tampered_expired_foreign_and_oversized_tokens() {
+        let s = signer("room", b"0123456789abcdef0123456789abcdef");
+        let raw = s.sign_pass(&pass()).unwrap_or_default();
+        assert_eq!(s.verify(&raw, 11_001), None, "expired beyond the leeway");
+        assert!(s.verify(&raw, 10_900).is_some(), "within the leeway");
+        let other_room = signer("other", b"0123456789abcdef0123456789abcdef");
+        assert_eq!(other_room.verify(&raw, 5_000), None);
+        let other_key = signer("room", b"another-secret-another-secret-xx");
+        assert_eq!(other_key.verify(&raw, 5_000), None);
+        let mut tampered = raw.clone();
+        tampered.insert(raw.len() / 2, 'x');
+        assert_eq!(s.verify(&tampered, 5_000), None);
+        assert_eq!(s.verify("not.a.jwt", 5_000), None);
+        assert_eq!(s.verify(&"a".repeat(MAX_TOKEN_BYTES + 1), 5_000), None);
+        // alg=none must never be accepted.
+        let none = "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJ0eXAiOiJwYXNzIiwicm9vbSI6InJvb20iLCJzdWIiOiJ2MSIsImVwIjoiZSIsImV4cCI6MTAsInhtcyI6MTAwMDB9.";
+        assert_eq!(s.verify(none, 5_000), None);
+    }
+
+    #[test]
+    fn visitor_ids_are_unique_and_long() {
+        let a = new_visitor_id();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, new_visitor_id());
+    }
+}

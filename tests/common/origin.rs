@@ -1,0 +1,115 @@
+//! A real HTTP/1.1 origin on a free port, with a few behaviours the tests need:
+//! `/revoke...` answers with the revoke command, `/slow` takes 3 s, everything else echoes the
+//! path and sets the origin's own cookie. It records the waiting-room cookie of each request.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+#[derive(Default)]
+pub struct Seen {
+    /// (path, the `waitroom` cookie if any) of every request that reached the origin.
+    pub requests: Vec<(String, Option<String>)>,
+    /// Whether any request carried the proxy-only command header back (it must not).
+    pub command_headers_in_requests: usize,
+}
+
+pub struct StubOrigin {
+    pub addr: SocketAddr,
+    pub seen: Arc<Mutex<Seen>>,
+}
+
+impl StubOrigin {
+    /// Serves on its own thread and runtime (so it works from sync and async tests alike) until
+    /// the test process ends.
+    pub fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let seen_by_server = seen.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(listener).unwrap();
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let seen = seen_by_server.clone();
+                    tokio::spawn(async move {
+                        let _ = serve(stream, seen).await;
+                    });
+                }
+            });
+        });
+        Self { addr, seen }
+    }
+
+    pub fn requests(&self) -> Vec<(String, Option<String>)> {
+        self.seen.lock().unwrap().requests.clone()
+    }
+}
+
+async fn serve(stream: tokio::net::TcpStream, seen: Arc<Mutex<Seen>>) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).await? == 0 {
+            return Ok(());
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+        let mut content_length = 0usize;
+        let mut room_cookie = None;
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header).await?;
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':').unwrap_or((header, ""));
+            let (name, value) = (name.to_ascii_lowercase(), value.trim());
+            if name == "content-length" {
+                content_length = value.parse().unwrap_or(0);
+            }
+            if name == "cookie" {
+                room_cookie = value
+                    .split(';')
+                    .find_map(|kv| kv.trim().strip_prefix("waitroom=").map(str::to_owned));
+            }
+            if name == "cf-waiting-room-command" {
+                seen.lock().unwrap().command_headers_in_requests += 1;
+            }
+        }
+        let mut body = vec![0; content_length];
+        reader.read_exact(&mut body).await?;
+        seen.lock()
+            .unwrap()
+            .requests
+            .push((path.clone(), room_cookie));
+        if path == "/slow" {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+        let text = format!("origin:{path}");
+        let extra = if path.starts_with("/revoke") {
+            "Cf-Waiting-Room-Command: revoke\r\n"
+        } else {
+            ""
+        };
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+             Set-Cookie: origin_session=abc; Path=/\r\n{extra}\r\n{text}",
+            text.len()
+        );
+        write.write_all(response.as_bytes()).await?;
+    }
+}

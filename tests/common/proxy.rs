@@ -1,0 +1,255 @@
+//! Starts the real proxy in-process on free ports in front of a stub origin, and a small HTTP
+//! visitor that keeps its cookie like a browser would.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
+
+use waitroom::clock::ManualClock;
+use waitroom::config::Config;
+use waitroom::config::model::Environment;
+use waitroom::server::{RunOptions, Running, spawn};
+
+use super::origin::StubOrigin;
+
+pub const SECRET: &str = "test-secret-test-secret-test-secret!!";
+pub const ADMIN_TOKEN: &str = "test-admin-token-test-admin-token!!";
+
+pub struct NoEnvironment;
+
+impl Environment for NoEnvironment {
+    fn var(&self, _name: &str) -> Option<String> {
+        None
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub struct TestProxy {
+    pub running: Running,
+    pub clock: Arc<ManualClock>,
+    pub base: String,
+    pub admin: String,
+    pub origin: StubOrigin,
+}
+
+/// A config for the test proxy: `room` is extra TOML lines for the [room] section, `rest` extra
+/// sections after it.
+pub fn config_text(listen: u16, admin: u16, origin: SocketAddr, room: &str, rest: &str) -> String {
+    format!(
+        r#"
+[listen]
+address = "127.0.0.1:{listen}"
+threads = 2
+
+[origin]
+address = "{origin}"
+connect_timeout = "1s"
+read_timeout = "1s"
+
+[room]
+id = "test-room"
+name = "Test drop"
+admission_interval = "20ms"
+refresh_interval = "2s"
+{room}
+
+[pass]
+secret = "{SECRET}"
+cookie_secure = false
+
+[admin]
+address = "127.0.0.1:{admin}"
+token = "{ADMIN_TOKEN}"
+{rest}
+"#
+    )
+}
+
+impl TestProxy {
+    pub fn start(room: &str) -> Self {
+        Self::start_with(room, "")
+    }
+
+    pub fn start_with(room: &str, rest: &str) -> Self {
+        let origin = StubOrigin::start();
+        Self::start_before(origin.addr, room, rest, origin)
+    }
+
+    pub fn start_before(
+        origin_addr: SocketAddr,
+        room: &str,
+        rest: &str,
+        origin: StubOrigin,
+    ) -> Self {
+        let (listen, admin) = (free_port(), free_port());
+        let text = config_text(listen, admin, origin_addr, room, rest);
+        let (config, _) = Config::parse(&text, &NoEnvironment, false).unwrap();
+        let clock = ManualClock::starting_now();
+        let running = spawn(
+            &config,
+            RunOptions {
+                clock: clock.clone(),
+                seed: 7,
+                grace_period_secs: 0,
+            },
+        )
+        .unwrap();
+        wait_listening(listen);
+        wait_listening(admin);
+        Self {
+            running,
+            clock,
+            base: format!("http://127.0.0.1:{listen}"),
+            admin: format!("http://127.0.0.1:{admin}"),
+            origin,
+        }
+    }
+
+    pub fn visitor(&self) -> Visitor {
+        Visitor::new(&self.base)
+    }
+
+    pub async fn state(&self) -> serde_json::Value {
+        reqwest::Client::new()
+            .get(format!("{}/admin/state", self.admin))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Runs one admission step now, instead of waiting for the loop.
+    pub async fn tick(&self) {
+        self.running.parts.admission.tick().await;
+    }
+}
+
+pub fn wait_listening(port: u16) {
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("nothing listens on port {port}");
+}
+
+/// Polls `check` until it holds, for at most 5 s of real time.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..250 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+/// A browser-like client: one cookie jar for the waiting-room cookie.
+#[derive(Clone)]
+pub struct Visitor {
+    base: String,
+    client: reqwest::Client,
+    pub cookie: Option<String>,
+}
+
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn set_cookies(&self) -> Vec<&str> {
+        self.headers
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    pub fn reached_origin(&self) -> bool {
+        self.body.starts_with("origin:")
+    }
+}
+
+impl Visitor {
+    pub fn new(base: &str) -> Self {
+        Self {
+            base: base.to_owned(),
+            client: reqwest::Client::builder()
+                .pool_max_idle_per_host(1)
+                .build()
+                .unwrap(),
+            cookie: None,
+        }
+    }
+
+    pub async fn request(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        accept: Option<&str>,
+    ) -> Answer {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(cookie) = &self.cookie {
+            req = req.header("cookie", format!("waitroom={cookie}"));
+        }
+        if let Some(accept) = accept {
+            req = req.header("accept", accept);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.text().await.unwrap();
+        let answer = Answer {
+            status,
+            headers,
+            body,
+        };
+        for set in answer.set_cookies() {
+            if let Some(rest) = set.strip_prefix("waitroom=") {
+                let value = rest.split(';').next().unwrap_or("");
+                let cleared = set.contains("Max-Age=0");
+                self.cookie = (!cleared && !value.is_empty()).then(|| value.to_owned());
+            }
+        }
+        answer
+    }
+
+    pub async fn get(&mut self, path: &str) -> Answer {
+        self.request(reqwest::Method::GET, path, None).await
+    }
+
+    pub async fn get_json(&mut self, path: &str) -> Answer {
+        self.request(reqwest::Method::GET, path, Some("application/json"))
+            .await
+    }
+
+    pub async fn leave(&mut self) -> Answer {
+        self.request(reqwest::Method::POST, "/__waitroom/leave", None)
+            .await
+    }
+}

@@ -1,0 +1,189 @@
+#![allow(clippy::unwrap_used)]
+//! The configuration file: shipped files are valid, every error names its key, secrets are
+//! required (or explicitly insecure with --dev) and masked when printed.
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use waitroom::config::model::Environment;
+use waitroom::config::{Config, ConfigError};
+
+struct Env(HashMap<&'static str, &'static str>);
+
+impl Environment for Env {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).map(|v| v.to_string())
+    }
+}
+
+const SECRET: &str = "0123456789abcdef0123456789abcdef-secret";
+const TOKEN: &str = "0123456789abcdef0123456789abcdef-token";
+
+fn with_secrets() -> Env {
+    Env(HashMap::from([
+        ("WR_JWT_SECRET", SECRET),
+        ("WR_ADMIN_TOKEN", TOKEN),
+    ]))
+}
+
+fn minimal(room_extra: &str) -> String {
+    format!(
+        "[origin]\naddress = \"127.0.0.1:3000\"\n[room]\nid = \"r\"\ntotal_active_users = 2\n\
+         new_users_per_minute = 2\n{room_extra}\n"
+    )
+}
+
+fn error_of(text: &str) -> String {
+    match Config::parse(text, &with_secrets(), false) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn the_shipped_configs_are_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            Config::load(&path, &with_secrets(), false)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2);
+}
+
+#[test]
+fn defaults_follow_cloudflare_and_the_brief() {
+    let (config, warnings) = Config::parse(&minimal(""), &with_secrets(), false).unwrap();
+    assert!(warnings.is_empty());
+    let room = &config.room;
+    assert_eq!(room.burst, 2, "one minute's worth");
+    assert_eq!(room.session_duration.as_secs(), 300);
+    assert_eq!(room.refresh_interval.as_secs(), 20);
+    assert_eq!(room.abandon_after.as_secs(), 300);
+    assert_eq!(room.claim_window.as_secs(), 40);
+    assert_eq!(room.queueing_status_code, 200);
+    assert_eq!(config.route.path, "/");
+    assert_eq!(config.admin_address.to_string(), "127.0.0.1:9091");
+    assert_eq!(config.pass.cookie_name, "waitroom");
+    assert!(config.pass.cookie_secure);
+    assert_eq!(config.pass.secret, SECRET.as_bytes());
+    assert_eq!(config.admin_token, TOKEN);
+}
+
+#[test]
+fn a_small_shop_may_run_a_room_of_two_with_short_sessions() {
+    let text = minimal("session_duration = \"3s\"\nrefresh_interval = \"1s\"\nburst = 1");
+    let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+    assert_eq!(config.room.session_duration.as_secs(), 3);
+}
+
+#[test]
+fn every_error_names_the_key_and_the_reason() {
+    let cases = [
+        (minimal("total_active_user = 5"), "total_active_user"),
+        (minimal("session_duration = \"soon\""), "room.session_duration"),
+        (minimal("abandon_after = \"0s\""), "room.abandon_after"),
+        (minimal("queueing_method = \"lifo\""), "room.queueing_method"),
+        (minimal("queueing_status_code = 503"), "room.queueing_status_code"),
+        (minimal("bypass = [\"static/*\"]"), "room.bypass"),
+        (minimal("enabled_origin_commands = [\"reboot\"]"), "room.enabled_origin_commands"),
+        (minimal("path = \"drop\""), "room.path"),
+        (minimal("").replace("id = \"r\"", "id = \"a b\""), "room.id"),
+        (minimal("").replace("total_active_users = 2", "total_active_users = 0"), "room.total_active_users"),
+        (minimal("").replace("127.0.0.1:3000", "nowhere"), "origin.address"),
+        (format!("{}[store]\nbackend = \"redis\"\n", minimal("")), "store.url"),
+        (format!("{}[store]\nbackend = \"etcd\"\n", minimal("")), "store.backend"),
+        (format!("{}[store]\non_error = \"maybe\"\n", minimal("")), "store.on_error"),
+        (format!("{}[pass]\ncookie_samesite = \"None\"\ncookie_secure = false\n", minimal("")), "pass.cookie_samesite"),
+        (format!("{}[page]\nprimary_color = \"blue\"\n", minimal("")), "page.primary_color"),
+        (format!("{}[page]\nlogo_url = \"http://x/logo.png\"\n", minimal("")), "page.logo_url"),
+        (format!("{}[listen]\naddress = \"localhost\"\n", minimal("")), "listen.address"),
+        (format!("{}[admin]\naddress = \"0.0.0.0:8080\"\n", minimal("")), "admin.address"),
+        (format!("{}[nonsense]\n", minimal("")), "nonsense"),
+        ("[room\n".to_owned(), "TOML"),
+    ];
+    for (text, key) in cases {
+        let message = error_of(&text);
+        assert!(message.contains(key), "{key}: {message}");
+    }
+}
+
+#[test]
+fn secrets_are_required_long_or_explicitly_insecure() {
+    let none = Env(HashMap::new());
+    match Config::parse(&minimal(""), &none, false) {
+        Err(ConfigError::Invalid { key, reason }) => {
+            assert_eq!(key, "pass.secret");
+            assert!(reason.contains("WR_JWT_SECRET") && reason.contains("--dev"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let short = Env(HashMap::from([
+        ("WR_JWT_SECRET", "short"),
+        ("WR_ADMIN_TOKEN", TOKEN),
+    ]));
+    assert!(error_of_with(&minimal(""), &short).contains("at least 32 bytes"));
+    let (config, warnings) = Config::parse(&minimal(""), &none, true).unwrap();
+    assert_eq!(config.pass.secret.len(), 64);
+    assert!(warnings.iter().any(|w| w.contains("INSECURE")));
+}
+
+fn error_of_with(text: &str, env: &Env) -> String {
+    match Config::parse(text, env, false) {
+        Ok(_) => panic!("accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn the_environment_overrides_the_file_and_printing_masks_secrets() {
+    let text = format!(
+        "{}[pass]\nsecret = \"file-secret-file-secret-file-secret-xx\"\n",
+        minimal("")
+    );
+    let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+    assert_eq!(config.pass.secret, SECRET.as_bytes());
+    let printed = config.masked_toml();
+    assert!(!printed.contains(SECRET) && !printed.contains(TOKEN));
+    assert!(!printed.contains("file-secret"));
+    assert!(printed.contains("secret = \"********\""));
+    assert!(printed.contains("total_active_users = 2"));
+}
+
+#[test]
+fn the_binary_checks_a_config_like_nginx_t() {
+    let bin = env!("CARGO_BIN_EXE_waitroom-proxy");
+    let drop = concat!(env!("CARGO_MANIFEST_DIR"), "/config/drop.toml");
+    let ok = Command::new(bin)
+        .args(["--config", drop, "--test"])
+        .env("WR_JWT_SECRET", SECRET)
+        .env("WR_ADMIN_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(stdout.contains("[room]") && !stdout.contains(SECRET));
+
+    let missing = Command::new(bin)
+        .args(["--config", drop, "--test"])
+        .env_remove("WR_JWT_SECRET")
+        .env_remove("WR_ADMIN_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("pass.secret"));
+
+    let absent = Command::new(bin)
+        .args(["--config", "/nonexistent.toml", "--test"])
+        .output()
+        .unwrap();
+    assert_eq!(absent.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&absent.stderr).contains("cannot read"));
+
+    let version = Command::new(bin).arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&version.stdout).contains(env!("CARGO_PKG_VERSION")));
+}
