@@ -259,8 +259,15 @@ impl Gate {
         settings: &RoomSettings,
         req: &RequestView<'_>,
     ) -> Verdict {
-        if settings.queueing_method == QueueingMethod::Reject {
-            return self.closed(settings, req);
+        match settings.queueing_method {
+            QueueingMethod::Reject => return self.closed(settings, req),
+            QueueingMethod::Passthrough => {
+                // The room was switched to passthrough while this visitor waited.
+                let left = self.store.leave_queue(&ticket.id).await;
+                self.note_store(&left);
+                return self.newcomer(ticket.id, None, settings, req).await;
+            }
+            QueueingMethod::Fifo | QueueingMethod::Random => {}
         }
         let polled = self.store.poll(&ticket.id, &settings.limits()).await;
         self.note_store(&polled);

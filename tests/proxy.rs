@@ -488,13 +488,18 @@ async fn room_modes_suspended_passthrough_reject_and_queue_all() {
         );
     }
 
-    let passthrough = TestProxy::start(
-        "total_active_users = 1\nnew_users_per_minute = 1\nqueueing_method = \"passthrough\"",
-    );
+    let passthrough = TestProxy::start("total_active_users = 1\nnew_users_per_minute = 1");
+    passthrough.visitor().get("/").await;
+    let mut was_waiting = passthrough.visitor();
+    assert!(!was_waiting.get("/").await.reached_origin());
+    put_config(&passthrough, r#"{"queueing_method": "passthrough"}"#).await;
+    assert!(was_waiting.get("/").await.reached_origin());
     for _ in 0..3 {
         assert!(passthrough.visitor().get("/").await.reached_origin());
     }
-    assert_eq!(passthrough.state().await["admitted_total"], 3, "counted");
+    let state = passthrough.state().await;
+    assert_eq!(state["admitted_total"], 5, "everyone counted");
+    assert_eq!(state["queue_length"], 0);
 
     let reject = TestProxy::start(
         "total_active_users = 1\nnew_users_per_minute = 100\nqueueing_method = \"reject\"",
