@@ -2,3 +2,4 @@
 //! Shared by the integration tests; each test binary uses part of it.
 
 pub mod conformance;
+pub mod redis_server;

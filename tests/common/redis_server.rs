@@ -1,0 +1,185 @@
+//! A real `redis-server` for one test: on a free port, killed on drop. Never the shared Redis on
+//! port 6379.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct RedisServer {
+    port: u16,
+    /// Set for a server that keeps its data (append-only file) across restarts.
+    dir: Option<tempfile::TempDir>,
+    extra: Vec<String>,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// A server without persistence: a restart loses everything.
+    pub fn start() -> Self {
+        Self::launch(None, Vec::new())
+    }
+
+    /// A server that writes every change to an append-only file: a restart keeps the data.
+    pub fn start_persistent() -> Self {
+        Self::launch(Some(tempfile::tempdir().expect("temp dir")), Vec::new())
+    }
+
+    /// A server with extra command line arguments (e.g. `--cluster-enabled yes`).
+    pub fn start_with(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Self::launch(Some(dir), extra.iter().map(|s| s.to_string()).collect())
+    }
+
+    fn launch(dir: Option<tempfile::TempDir>, extra: Vec<String>) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut server = Self {
+            port,
+            dir,
+            extra,
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        self.dir.as_ref().map(|d| d.path().to_owned())
+    }
+
+    fn spawn(&mut self) {
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args([
+                "--save",
+                "",
+                "--protected-mode",
+                "no",
+                "--loglevel",
+                "warning",
+            ]);
+        match &self.dir {
+            Some(dir) => {
+                cmd.args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
+                    .arg(dir.path());
+            }
+            None => {
+                cmd.args(["--appendonly", "no"]);
+            }
+        }
+        cmd.args(&self.extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                panic!("redis-server not found: install it (apt-get install -y redis-server)")
+            }
+            Err(e) => panic!("cannot start redis-server: {e}"),
+        };
+        self.child = Some(child);
+        self.wait_until_ready();
+    }
+
+    fn wait_until_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.answers_ping() {
+                return;
+            }
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("redis-server on port {} exited: {status}", self.port);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("redis-server on port {} does not answer PING", self.port);
+    }
+
+    fn answers_ping(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut buf = [0u8; 64];
+        stream.write_all(b"PING\r\n").is_ok()
+            && stream
+                .read(&mut buf)
+                .is_ok_and(|n| buf[..n].starts_with(b"+PONG"))
+    }
+
+    /// Runs one command on the server and returns its raw answer (tests' own checks).
+    pub fn command(&self, args: &[&str]) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("redis answers");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout set");
+        let mut request = format!("*{}\r\n", args.len());
+        for a in args {
+            request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        stream.write_all(request.as_bytes()).expect("request sent");
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 65536];
+        loop {
+            let n = stream.read(&mut buf).expect("answer read");
+            answer.extend_from_slice(&buf[..n]);
+            if n == 0 || complete(&answer) {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    /// Kills the server at once, as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port: with its data if it is persistent, empty
+    /// otherwise.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+}
+
+/// Whether a RESP answer of a simple kind (status, error, integer, one bulk string) is whole.
+fn complete(answer: &[u8]) -> bool {
+    let Some(first_line_end) = answer.windows(2).position(|w| w == b"\r\n") else {
+        return false;
+    };
+    match answer.first() {
+        Some(b'$') => {
+            let len: i64 = std::str::from_utf8(&answer[1..first_line_end])
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            len < 0 || answer.len() >= first_line_end + 2 + len as usize + 2
+        }
+        _ => true,
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
