@@ -45,7 +45,8 @@ impl ManualClock {
     }
 
     pub fn advance(&self, by: std::time::Duration) {
-        self.now.fetch_add(by.as_millis() as Millis, Ordering::SeqCst);
+        self.now
+            .fetch_add(by.as_millis() as Millis, Ordering::SeqCst);
     }
 }
 

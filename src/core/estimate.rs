@@ -60,10 +60,16 @@ impl RateEstimator {
 pub enum WaitEstimate {
     Unknown,
     /// FIFO: the visitor's own wait.
-    Exact { seconds: u64 },
+    Exact {
+        seconds: u64,
+    },
     /// Random: each admission picks uniformly among `queued` visitors, so a visitor's wait is
     /// uniform between now and the time the whole line takes to drain.
-    Spread { p25: u64, p50: u64, p75: u64 },
+    Spread {
+        p25: u64,
+        p50: u64,
+        p75: u64,
+    },
 }
 
 impl WaitEstimate {
@@ -144,7 +150,10 @@ mod tests {
             e.observe(s * 1000, 5);
         }
         assert_eq!(e.per_second(), None);
-        assert_eq!(WaitEstimate::fifo(10, e.per_second()), WaitEstimate::Unknown);
+        assert_eq!(
+            WaitEstimate::fifo(10, e.per_second()),
+            WaitEstimate::Unknown
+        );
     }
 
     #[test]

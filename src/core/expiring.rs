@@ -15,6 +15,10 @@ impl ExpiringSet {
         self.deadlines.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.deadlines.is_empty()
+    }
+
     pub fn get(&self, id: &str) -> Option<Millis> {
         self.deadlines.get(id).copied()
     }

@@ -72,8 +72,7 @@ impl OrderedQueue {
         }
         let b = self.block_for(&(place, id));
         let before: usize = self.blocks[..b].iter().map(Vec::len).sum();
-        before
-            + self.blocks[b].partition_point(|(p, i)| (*p, i.as_str()) < (place, id))
+        before + self.blocks[b].partition_point(|(p, i)| (*p, i.as_str()) < (place, id))
     }
 
     pub fn nth(&self, mut k: usize) -> Option<&(Place, String)> {

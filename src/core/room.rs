@@ -310,8 +310,10 @@ impl RoomState {
     /// One step of the admission loop: heal capacity (expired passes, no-shows, abandoned
     /// waiters), then call as many waiting visitors as the free capacity and the rate allow.
     pub fn admission_round(&mut self, limits: &Limits, now: Millis) -> RoundReport {
-        let mut report = RoundReport::default();
-        report.expired = self.passes.take_expired(now).len() as u64;
+        let mut report = RoundReport {
+            expired: self.passes.take_expired(now).len() as u64,
+            ..RoundReport::default()
+        };
         for id in self.called.take_expired(now) {
             self.places.remove(&id);
             report.no_shows += 1;
@@ -474,7 +476,10 @@ mod tests {
             ..l
         };
         assert_eq!(r.admission_round(&l, 300_002).called, 1);
-        assert!(matches!(r.poll("here", &l, 300_003), PollOutcome::Admitted { .. }));
+        assert!(matches!(
+            r.poll("here", &l, 300_003),
+            PollOutcome::Admitted { .. }
+        ));
     }
 
     #[test]

@@ -64,7 +64,10 @@ pub async fn joining_is_idempotent_and_positions_are_exact<S: Store>(
     let c = store.join("c", None, &l).await.unwrap();
     assert_eq!((a.position, b.position, c.position), (1, 2, 3));
     assert!(a.place < b.place && b.place < c.place);
-    assert_eq!(store.join("b", None, &l).await.unwrap(), Joined { queued: 3, ..b });
+    assert_eq!(
+        store.join("b", None, &l).await.unwrap(),
+        Joined { queued: 3, ..b }
+    );
     assert_eq!(waiting(store.poll("c", &l).await.unwrap()), (3, 3));
     assert!(store.leave_queue("a").await.unwrap());
     assert!(!store.leave_queue("a").await.unwrap());
@@ -145,7 +148,10 @@ pub async fn waiters_who_stop_polling_drop_out<S: Store>(store: S, clock: Arc<Ma
     let fence = lead(&store).await;
     let report = store.admission_round(&paused, fence).await.unwrap();
     assert_eq!((report.abandoned, report.called), (1, 0));
-    assert_eq!(store.poll("gone", &paused).await.unwrap(), PollOutcome::Unknown);
+    assert_eq!(
+        store.poll("gone", &paused).await.unwrap(),
+        PollOutcome::Unknown
+    );
     let open = limits(10, 100);
     assert_eq!(store.admission_round(&open, fence).await.unwrap().called, 1);
     assert_eq!(store.counts().await.unwrap().abandoned_total, 1);
@@ -310,8 +316,14 @@ pub async fn one_leader_at_a_time_with_fencing<S: Store>(store: S, clock: Arc<Ma
 
 pub async fn settings_are_versioned<S: Store>(store: S, _clock: Arc<ManualClock>) {
     assert_eq!(store.load_settings().await.unwrap(), None);
-    let v1 = store.save_settings(r#"{"total_active_users":5}"#).await.unwrap();
-    let v2 = store.save_settings(r#"{"total_active_users":6}"#).await.unwrap();
+    let v1 = store
+        .save_settings(r#"{"total_active_users":5}"#)
+        .await
+        .unwrap();
+    let v2 = store
+        .save_settings(r#"{"total_active_users":6}"#)
+        .await
+        .unwrap();
     assert!(v2 > v1);
     let saved = store.load_settings().await.unwrap().unwrap();
     assert_eq!(saved.version, v2);
@@ -352,7 +364,10 @@ pub async fn capacity_holds_under_concurrent_admissions<S: Store>(
     store.admission_round(&l, fence).await.unwrap();
     let counts = store.counts().await.unwrap();
     assert!(counts.occupancy() <= 25);
-    assert_eq!(counts.occupancy() + counts.queued + counts.revoked_total, 200);
+    assert_eq!(
+        counts.occupancy() + counts.queued + counts.revoked_total,
+        200
+    );
 }
 
 #[macro_export]
