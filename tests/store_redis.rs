@@ -399,3 +399,107 @@ async fn an_outage_fails_fast_and_the_same_store_recovers() {
     eventually(|| a.ping()).await;
     assert_eq!(waiting(a.poll("w", &l).await.unwrap()), (1, 1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_data_is_reported_as_corrupt() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let l = limits(1, 100);
+    let a = store(&server, "wrongtype", &clock).await;
+    server.command(&["SET", "wrtest:{wrongtype}:queue", "not a sorted set"]);
+    let joined = a.join("v", None, &l).await;
+    assert!(matches!(joined, Err(StoreError::Corrupt(_))), "{joined:?}");
+
+    let b = store(&server, "garbage", &clock).await;
+    server.command(&["RPUSH", "wrtest:{garbage}:recent", "garbage"]);
+    let counts = b.counts().await;
+    assert!(matches!(counts, Err(StoreError::Corrupt(_))), "{counts:?}");
+}
+
+/// Run with `cargo test --release --test store_redis -- --ignored --nocapture measure`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn measure_commands_per_poll_and_bytes_per_waiting_visitor() {
+    fn stat(info: &str, field: &str) -> u64 {
+        info.lines()
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+    fn calls(info: &str) -> (u64, u64) {
+        let mut total = 0;
+        let mut evalsha = 0;
+        for line in info.lines().filter(|l| l.starts_with("cmdstat_")) {
+            let n: u64 = line
+                .split_once("calls=")
+                .and_then(|(_, rest)| rest.split(',').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            total += n;
+            if line.starts_with("cmdstat_evalsha:") {
+                evalsha = n;
+            }
+        }
+        (total, evalsha)
+    }
+    let id = |i: u64| {
+        format!(
+            "{:032x}",
+            u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c)
+        )
+    };
+
+    let server = RedisServer::start();
+    let store = Arc::new(
+        RedisStore::connect(options(&server, "measure", TimeSource::Server))
+            .await
+            .unwrap(),
+    );
+    let l = limits(10, 100);
+    for i in 0..1_000 {
+        store.join(&id(i), None, &l).await.unwrap();
+    }
+    let polls = 10_000;
+    server.command(&["CONFIG", "RESETSTAT"]);
+    for i in 0..polls {
+        waiting(store.poll(&id(i % 1_000), &l).await.unwrap());
+    }
+    let (total, evalsha) = calls(&server.command(&["INFO", "commandstats"]));
+    println!(
+        "per poll of a waiting visitor: {:.2} EVALSHA, {:.2} Redis commands in all (Lua's included)",
+        evalsha as f64 / polls as f64,
+        total as f64 / polls as f64
+    );
+
+    let visitors = 100_000u64;
+    let room = Arc::new(
+        RedisStore::connect(options(&server, "memory", TimeSource::Server))
+            .await
+            .unwrap(),
+    );
+    room.counts().await.unwrap();
+    let before = stat(&server.command(&["INFO", "memory"]), "used_memory");
+    let workers = 16;
+    let mut tasks = Vec::new();
+    for w in 0..workers {
+        let room = room.clone();
+        let l = l.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..visitors).step_by(workers as usize) {
+                room.join(&id(1_000_000 + i), None, &l).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(room.counts().await.unwrap().queued, visitors);
+    let after = stat(&server.command(&["INFO", "memory"]), "used_memory");
+    println!(
+        "per waiting visitor (32-character id): {} bytes of Redis memory ({} visitors, {} -> {} bytes)",
+        (after - before) / visitors,
+        visitors,
+        before,
+        after
+    );
+}

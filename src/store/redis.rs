@@ -45,7 +45,8 @@ pub enum TimeSource {
 
 #[derive(Clone)]
 pub struct RedisOptions {
-    /// `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS.
+    /// `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS (the server's
+    /// certificate is checked against the system's roots; `SSL_CERT_FILE` names other ones).
     pub url: String,
     /// Put verbatim in front of every key, e.g. `wr:`.
     pub prefix: String,

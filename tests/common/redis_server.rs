@@ -11,28 +11,28 @@ pub struct RedisServer {
     port: u16,
     /// Set for a server that keeps its data (append-only file) across restarts.
     dir: Option<tempfile::TempDir>,
-    extra: Vec<String>,
+    /// Set for a server that only speaks TLS: (certificate, key, CA certificate).
+    tls: Option<(PathBuf, PathBuf, PathBuf)>,
     child: Option<Child>,
 }
 
 impl RedisServer {
     /// A server without persistence: a restart loses everything.
     pub fn start() -> Self {
-        Self::launch(None, Vec::new())
+        Self::launch(None, None)
     }
 
     /// A server that writes every change to an append-only file: a restart keeps the data.
     pub fn start_persistent() -> Self {
-        Self::launch(Some(tempfile::tempdir().expect("temp dir")), Vec::new())
+        Self::launch(Some(tempfile::tempdir().expect("temp dir")), None)
     }
 
-    /// A server with extra command line arguments (e.g. `--cluster-enabled yes`).
-    pub fn start_with(extra: &[&str]) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        Self::launch(Some(dir), extra.iter().map(|s| s.to_string()).collect())
+    /// A server that only accepts TLS, with this certificate and key (clients not checked).
+    pub fn start_tls(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
+        Self::launch(None, Some((cert, key, ca)))
     }
 
-    fn launch(dir: Option<tempfile::TempDir>, extra: Vec<String>) -> Self {
+    fn launch(dir: Option<tempfile::TempDir>, tls: Option<(PathBuf, PathBuf, PathBuf)>) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -40,7 +40,7 @@ impl RedisServer {
         let mut server = Self {
             port,
             dir,
-            extra,
+            tls,
             child: None,
         };
         server.spawn();
@@ -55,21 +55,39 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    pub fn data_dir(&self) -> Option<PathBuf> {
-        self.dir.as_ref().map(|d| d.path().to_owned())
-    }
-
     fn spawn(&mut self) {
+        let port = self.port.to_string();
         let mut cmd = Command::new("redis-server");
-        cmd.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
-            .args([
-                "--save",
-                "",
-                "--protected-mode",
-                "no",
-                "--loglevel",
-                "warning",
-            ]);
+        cmd.args([
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--protected-mode",
+            "no",
+        ])
+        .args(["--loglevel", "warning"]);
+        match &self.tls {
+            Some((cert, key, ca)) => {
+                cmd.args([
+                    "--port",
+                    "0",
+                    "--tls-port",
+                    &port,
+                    "--tls-auth-clients",
+                    "no",
+                ])
+                .arg("--tls-cert-file")
+                .arg(cert)
+                .arg("--tls-key-file")
+                .arg(key)
+                .arg("--tls-ca-cert-file")
+                .arg(ca);
+            }
+            None => {
+                cmd.args(["--port", &port]);
+            }
+        }
         match &self.dir {
             Some(dir) => {
                 cmd.args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
@@ -79,8 +97,7 @@ impl RedisServer {
                 cmd.args(["--appendonly", "no"]);
             }
         }
-        cmd.args(&self.extra)
-            .stdin(Stdio::null())
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let child = match cmd.spawn() {
@@ -110,10 +127,14 @@ impl RedisServer {
         panic!("redis-server on port {} does not answer PING", self.port);
     }
 
+    /// Answers PING; a TLS server only has to accept connections.
     fn answers_ping(&self) -> bool {
         let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return false;
         };
+        if self.tls.is_some() {
+            return true;
+        }
         let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
         let mut buf = [0u8; 64];
         stream.write_all(b"PING\r\n").is_ok()
