@@ -16,7 +16,7 @@ use waitroom::store::redis::{RedisOptions, RedisStore, TimeSource};
 use waitroom::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
 
 use common::conformance::limits;
-use common::redis_server::RedisServer;
+use common::redis_server::{RedisCluster, RedisServer};
 
 const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -502,4 +502,59 @@ async fn measure_commands_per_poll_and_bytes_per_waiting_visitor() {
         before,
         after
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cluster_passes_the_conformance_checks() {
+    use common::conformance as c;
+    let cluster = RedisCluster::start(3);
+    let connect = |room: &str, clock: &Arc<ManualClock>| {
+        let mut o = RedisOptions::new(cluster.url(), room);
+        o.time = TimeSource::Clock(clock.clone());
+        o.command_timeout = Duration::from_secs(2);
+        RedisStore::connect(o)
+    };
+    macro_rules! check {
+        ($($name:ident),+) => {$(
+            let clock = ManualClock::starting_now();
+            let store = connect(stringify!($name), &clock).await.unwrap();
+            c::$name(store, clock).await;
+        )+};
+    }
+    check!(
+        direct_admission_until_full,
+        joining_is_idempotent_and_positions_are_exact,
+        fifo_rounds_call_in_order_and_the_claim_is_a_pass,
+        the_rate_is_held,
+        waiters_who_stop_polling_drop_out,
+        a_called_visitor_who_never_claims_frees_the_slot,
+        passes_slide_expire_and_heal_capacity,
+        ending_a_pass_frees_the_slot_and_refuses_it,
+        ending_a_waiting_visitor_leaves_the_line_whole,
+        a_ticket_from_another_epoch_gets_its_place_back,
+        a_pass_from_another_epoch_registers_again,
+        one_leader_at_a_time_with_fencing,
+        settings_are_versioned,
+        capacity_holds_under_concurrent_admissions
+    );
+
+    // Revocations reach the other instances whichever node holds the room.
+    for room in ["r1", "r2", "r3", "r4"] {
+        let clock = ManualClock::starting_now();
+        let (a, b) = (
+            connect(room, &clock).await.unwrap(),
+            connect(room, &clock).await.unwrap(),
+        );
+        let l = limits(5, 100);
+        a.admit_directly("x", &l).await.unwrap().unwrap();
+        a.end_pass("x", &l).await.unwrap();
+        let started = Instant::now();
+        while !b.is_revoked("x") {
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "{room}: b still admits x"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
 }

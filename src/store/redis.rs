@@ -23,9 +23,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
 use redis::{
-    Client, ProtocolVersion, PushInfo, PushKind, RedisError, Script, ScriptInvocation, Value,
+    Client, Cmd, Pipeline, ProtocolVersion, PushInfo, PushKind, RedisError, RedisFuture, Script,
+    ScriptInvocation, Value,
 };
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::task::AbortHandle;
@@ -47,6 +50,8 @@ pub enum TimeSource {
 pub struct RedisOptions {
     /// `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS (the server's
     /// certificate is checked against the system's roots; `SSL_CERT_FILE` names other ones).
+    /// A Redis Cluster (or Valkey cluster): `redis+cluster://[user:password@]host:port,host:port`
+    /// (`rediss+cluster://` for TLS), naming some of its nodes.
     pub url: String,
     /// Put verbatim in front of every key, e.g. `wr:`.
     pub prefix: String,
@@ -235,8 +240,62 @@ fn text(script: &str, value: Value) -> StoreResult<String> {
     }
 }
 
+/// One Redis server, or a cluster.
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// The node URLs of a `redis+cluster://` or `rediss+cluster://` URL, None for any other URL.
+fn cluster_nodes(url: &str) -> Option<Vec<String>> {
+    let (scheme, rest) = if let Some(rest) = url.strip_prefix("redis+cluster://") {
+        ("redis", rest)
+    } else {
+        ("rediss", url.strip_prefix("rediss+cluster://")?)
+    };
+    let (credentials, hosts) = match rest.rsplit_once('@') {
+        Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+        None => (String::new(), rest),
+    };
+    Some(
+        hosts
+            .split(',')
+            .map(|host| format!("{scheme}://{credentials}{}", host.trim()))
+            .collect(),
+    )
+}
+
 pub struct RedisStore {
-    conn: ConnectionManager,
+    conn: Conn,
     keys: Vec<String>,
     /// The pub/sub channel revocations are announced on.
     channel: String,
@@ -276,7 +335,9 @@ impl RedisStore {
                 "room name {room:?} may not contain braces: it is the hash tag of the room's keys"
             )));
         }
-        let client = open_client(&url)?;
+        let nodes = cluster_nodes(&url);
+        let first_node = nodes.as_ref().and_then(|n| n.first()).unwrap_or(&url);
+        let client = open_client(first_node)?;
         let base = format!("{prefix}{{{room}}}:");
         let keys: Vec<String> = KEY_NAMES.iter().map(|k| format!("{base}{k}")).collect();
         let revoked_key = format!("{base}revoked");
@@ -287,14 +348,34 @@ impl RedisStore {
             .set_response_timeout(Some(command_timeout))
             .set_number_of_retries(RECONNECT_RETRIES)
             .set_max_delay(command_timeout / 4);
-        let conn = within(
-            connect_timeout,
-            ConnectionManager::new_with_config(client.clone(), config.clone()),
-        )
-        .await
+        let conn = match &nodes {
+            Some(nodes) => {
+                let cluster = ClusterClient::builder(nodes.iter().map(String::as_str))
+                    .connection_timeout(connect_timeout)
+                    .response_timeout(command_timeout)
+                    .retries(RECONNECT_RETRIES as u32)
+                    .build()
+                    .map_err(|e| {
+                        StoreError::Unavailable(format!(
+                            "invalid Redis URL {}: {e}",
+                            redacted(&url)
+                        ))
+                    })?;
+                within(connect_timeout, cluster.get_async_connection())
+                    .await
+                    .map(Conn::Cluster)
+            }
+            None => within(
+                connect_timeout,
+                ConnectionManager::new_with_config(client.clone(), config.clone()),
+            )
+            .await
+            .map(Conn::Single),
+        }
         .map_err(|e| e.context(&format!("cannot connect to {}", redacted(&url))))?;
 
-        // A second connection, on RESP3, receives the revocations of the other instances.
+        // A second connection, on RESP3, receives the revocations of the other instances (in a
+        // cluster, from the first node named: PUBLISH reaches every node).
         let info = client.get_connection_info().clone();
         let settings = info
             .redis_settings()
@@ -326,7 +407,8 @@ impl RedisStore {
 
         let revoked = Arc::new(Revocations::default());
         let follower = Follower {
-            conn: feed_conn,
+            feed: feed_conn,
+            conn: conn.clone(),
             pushes,
             revoked: revoked.clone(),
             key: revoked_key,
@@ -476,9 +558,12 @@ fn open_client(url: &str) -> StoreResult<Client> {
 }
 
 /// Follows the revocations of every instance: pub/sub messages as they come, and a reload of
-/// the revoked set every second (which also keeps the feed connection alive and resubscribed).
+/// the revoked set every second, which covers what the feed missed while disconnected.
 struct Follower {
-    conn: ConnectionManager,
+    /// The subscribed connection, pinged every second so that it reconnects (and subscribes
+    /// again) after an outage.
+    feed: ConnectionManager,
+    conn: Conn,
     pushes: UnboundedReceiver<PushInfo>,
     revoked: Arc<Revocations>,
     key: String,
@@ -522,6 +607,14 @@ impl Follower {
     }
 
     async fn reload(&mut self) {
+        if let Err(e) = within(
+            self.command_timeout,
+            redis::cmd("PING").query_async::<Value>(&mut self.feed),
+        )
+        .await
+        {
+            log::debug!("revocation feed down: {e}");
+        }
         let now = local_now(&self.time);
         let entries: Result<Vec<(String, f64)>, _> = within(
             self.command_timeout,

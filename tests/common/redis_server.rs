@@ -13,6 +13,8 @@ pub struct RedisServer {
     dir: Option<tempfile::TempDir>,
     /// Set for a server that only speaks TLS: (certificate, key, CA certificate).
     tls: Option<(PathBuf, PathBuf, PathBuf)>,
+    /// A node of a Redis Cluster.
+    cluster: bool,
     child: Option<Child>,
 }
 
@@ -41,6 +43,7 @@ impl RedisServer {
             port,
             dir,
             tls,
+            cluster: false,
             child: None,
         };
         server.spawn();
@@ -96,6 +99,14 @@ impl RedisServer {
             None => {
                 cmd.args(["--appendonly", "no"]);
             }
+        }
+        if self.cluster {
+            cmd.args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ]);
         }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -179,6 +190,67 @@ impl RedisServer {
     pub fn restart(&mut self) {
         self.kill();
         self.spawn();
+    }
+}
+
+/// A Redis Cluster of a few nodes on free ports, the slots shared evenly among them.
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub fn start(n: usize) -> Self {
+        let nodes: Vec<RedisServer> = (0..n)
+            .map(|_| {
+                let mut node = RedisServer {
+                    port: 0,
+                    dir: Some(tempfile::tempdir().expect("temp dir")),
+                    tls: None,
+                    cluster: true,
+                    child: None,
+                };
+                node.port = TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .expect("a free port")
+                    .port();
+                node.spawn();
+                node
+            })
+            .collect();
+        let per = 16384 / n;
+        for (i, node) in nodes.iter().enumerate() {
+            let last = if i + 1 == n { 16383 } else { (i + 1) * per - 1 };
+            let added = node.command(&[
+                "CLUSTER",
+                "ADDSLOTSRANGE",
+                &(i * per).to_string(),
+                &last.to_string(),
+            ]);
+            assert!(added.starts_with("+OK"), "{added}");
+            if i > 0 {
+                node.command(&["CLUSTER", "MEET", "127.0.0.1", &nodes[0].port.to_string()]);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let known = format!("cluster_known_nodes:{n}");
+        while !nodes.iter().all(|node| {
+            let info = node.command(&["CLUSTER", "INFO"]);
+            info.contains("cluster_state:ok") && info.contains(&known)
+        }) {
+            assert!(Instant::now() < deadline, "the cluster did not form");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self { nodes }
+    }
+
+    /// `redis+cluster://` naming every node.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis+cluster://{}", hosts.join(","))
     }
 }
 
