@@ -51,9 +51,8 @@ for _ = 1, n do
     break
   end
   -- The place stays recorded until the claim, to measure the wait.
-  if place_of(id) then
-    redis.call('ZREM', K_QUEUE, id)
-  end
+  redis.call('HSET', K_PLACES, id, int(place_of(id)))
+  redis.call('ZREM', K_QUEUE, id)
   redis.call('ZREM', K_BEATS, id)
   redis.call('ZADD', K_CALLED, int(now + l.claim_window_ms), id)
   called = called + 1

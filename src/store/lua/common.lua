@@ -3,7 +3,8 @@
 -- KEYS, the same twelve for every script, all in one hash slot ({room}):
 --   1 epoch    HASH  id, born, lost_at (set once a loss of the data was detected)
 --   2 queue    ZSET  id -> place (rank = position: place, then id, as the pure model orders)
---   3 places   HASH  id -> place, for the waiting and the called (kept until the claim)
+--   3 places   HASH  id -> place of a called visitor, kept until the claim to measure the wait
+--                    (a waiting visitor's place is its score in the queue)
 --   4 beats    ZSET  id -> heartbeat deadline of a waiting visitor
 --   5 called   ZSET  id -> claim deadline
 --   6 passes   ZSET  id -> pass expiry
@@ -183,8 +184,9 @@ local function rank_of(id, place)
   return before
 end
 
+-- The place recorded for a visitor: waiting (in the queue) or called (in places).
 local function place_of(id)
-  local p = redis.call('HGET', K_PLACES, id)
+  local p = redis.call('ZSCORE', K_QUEUE, id) or redis.call('HGET', K_PLACES, id)
   if not p then
     return nil
   end

@@ -20,7 +20,6 @@ if not place then
     last = place
   end
   redis.call('HSET', K_COUNTERS, 'last_place', int(last))
-  redis.call('HSET', K_PLACES, id, int(place))
   redis.call('ZADD', K_QUEUE, int(place), id)
 end
 redis.call('ZADD', K_BEATS, int(now + l.abandon_after_ms), id)

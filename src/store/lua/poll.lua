@@ -9,7 +9,7 @@ end
 if redis.call('ZREM', K_CALLED, id) == 1 then
   local expires_at = now + l.session_ms
   redis.call('ZADD', K_PASSES, int(expires_at), id)
-  local place = place_of(id)
+  local place = tonumber(redis.call('HGET', K_PLACES, id))
   if place then
     redis.call('HDEL', K_PLACES, id)
     return {epoch, 2, expires_at, 1, now - div1000(place)}
