@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what building and testing waitroom needs on a Debian machine, only what is missing:
-# cmake (pingora-core builds zlib-ng with it) and redis-server (the Redis tests start their own).
+# cmake (pingora-core builds zlib-ng with it), redis-server (the Redis tests start their own) and
+# openssl (the rediss:// test makes its certificates with it).
 set -euo pipefail
 
 missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   sudo_cmd=""

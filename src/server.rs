@@ -21,6 +21,7 @@ use crate::demo_shop::DemoShop;
 use crate::gate::Gate;
 use crate::proxy::WaitroomProxy;
 use crate::store::memory::MemoryStore;
+use crate::store::redis::{RedisOptions, RedisStore, TimeSource};
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +47,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// Seconds SIGTERM waits for in-flight requests.
     pub grace_period_secs: u64,
+    /// Redis takes time from `clock` instead of its own `TIME` (tests that drive the clock).
+    pub redis_follows_clock: bool,
 }
 
 impl Default for RunOptions {
@@ -54,6 +57,7 @@ impl Default for RunOptions {
             clock: Arc::new(SystemClock),
             seed: rand::random(),
             grace_period_secs: 10,
+            redis_follows_clock: false,
         }
     }
 }
@@ -101,9 +105,42 @@ fn open_store(
             Arc::new(MemoryStore::new(options.clock.clone(), options.seed)),
             StoreRuntime { _runtime: None },
         )),
-        Backend::Redis { .. } => Err(StartError::Unsupported(
-            "store.backend = \"redis\" is not available in this build".into(),
-        )),
+        Backend::Redis { url } => {
+            // The connection's driver tasks live on this runtime; every Pingora service calls
+            // into it, so it must outlive them all (it is kept with the server).
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("waitroom-store")
+                .enable_all()
+                .build()
+                .map_err(|e| StartError::Runtime(e.to_string()))?;
+            let redis_options = RedisOptions {
+                url: url.clone(),
+                prefix: config.store.prefix.clone(),
+                room: config.room_id.clone(),
+                connect_timeout: config.store.connect_timeout,
+                command_timeout: config.store.command_timeout,
+                time: if options.redis_follows_clock {
+                    TimeSource::Clock(options.clock.clone())
+                } else {
+                    TimeSource::Server
+                },
+                seed: options.seed,
+            };
+            // On a thread of its own: the caller may itself be inside a runtime (tests, embedding).
+            let store = std::thread::scope(|scope| {
+                scope
+                    .spawn(|| runtime.block_on(RedisStore::connect(redis_options)))
+                    .join()
+            })
+            .map_err(|_| StartError::Runtime("the store connection thread panicked".into()))??;
+            Ok((
+                Arc::new(store),
+                StoreRuntime {
+                    _runtime: Some(runtime),
+                },
+            ))
+        }
     }
 }
 

@@ -85,24 +85,69 @@ fn a_small_shop_may_run_a_room_of_two_with_short_sessions() {
 fn every_error_names_the_key_and_the_reason() {
     let cases = [
         (minimal("total_active_user = 5"), "total_active_user"),
-        (minimal("session_duration = \"soon\""), "room.session_duration"),
+        (
+            minimal("session_duration = \"soon\""),
+            "room.session_duration",
+        ),
         (minimal("abandon_after = \"0s\""), "room.abandon_after"),
-        (minimal("queueing_method = \"lifo\""), "room.queueing_method"),
-        (minimal("queueing_status_code = 503"), "room.queueing_status_code"),
+        (
+            minimal("queueing_method = \"lifo\""),
+            "room.queueing_method",
+        ),
+        (
+            minimal("queueing_status_code = 503"),
+            "room.queueing_status_code",
+        ),
         (minimal("bypass = [\"static/*\"]"), "room.bypass"),
-        (minimal("enabled_origin_commands = [\"reboot\"]"), "room.enabled_origin_commands"),
+        (
+            minimal("enabled_origin_commands = [\"reboot\"]"),
+            "room.enabled_origin_commands",
+        ),
         (minimal("path = \"drop\""), "room.path"),
         (minimal("").replace("id = \"r\"", "id = \"a b\""), "room.id"),
-        (minimal("").replace("total_active_users = 2", "total_active_users = 0"), "room.total_active_users"),
-        (minimal("").replace("127.0.0.1:3000", "nowhere"), "origin.address"),
-        (format!("{}[store]\nbackend = \"redis\"\n", minimal("")), "store.url"),
-        (format!("{}[store]\nbackend = \"etcd\"\n", minimal("")), "store.backend"),
-        (format!("{}[store]\non_error = \"maybe\"\n", minimal("")), "store.on_error"),
-        (format!("{}[pass]\ncookie_samesite = \"None\"\ncookie_secure = false\n", minimal("")), "pass.cookie_samesite"),
-        (format!("{}[page]\nprimary_color = \"blue\"\n", minimal("")), "page.primary_color"),
-        (format!("{}[page]\nlogo_url = \"http://x/logo.png\"\n", minimal("")), "page.logo_url"),
-        (format!("{}[listen]\naddress = \"localhost\"\n", minimal("")), "listen.address"),
-        (format!("{}[admin]\naddress = \"0.0.0.0:8080\"\n", minimal("")), "admin.address"),
+        (
+            minimal("").replace("total_active_users = 2", "total_active_users = 0"),
+            "room.total_active_users",
+        ),
+        (
+            minimal("").replace("127.0.0.1:3000", "nowhere"),
+            "origin.address",
+        ),
+        (
+            format!("{}[store]\nbackend = \"redis\"\n", minimal("")),
+            "store.url",
+        ),
+        (
+            format!("{}[store]\nbackend = \"etcd\"\n", minimal("")),
+            "store.backend",
+        ),
+        (
+            format!("{}[store]\non_error = \"maybe\"\n", minimal("")),
+            "store.on_error",
+        ),
+        (
+            format!(
+                "{}[pass]\ncookie_samesite = \"None\"\ncookie_secure = false\n",
+                minimal("")
+            ),
+            "pass.cookie_samesite",
+        ),
+        (
+            format!("{}[page]\nprimary_color = \"blue\"\n", minimal("")),
+            "page.primary_color",
+        ),
+        (
+            format!("{}[page]\nlogo_url = \"http://x/logo.png\"\n", minimal("")),
+            "page.logo_url",
+        ),
+        (
+            format!("{}[listen]\naddress = \"localhost\"\n", minimal("")),
+            "listen.address",
+        ),
+        (
+            format!("{}[admin]\naddress = \"0.0.0.0:8080\"\n", minimal("")),
+            "admin.address",
+        ),
         (format!("{}[nonsense]\n", minimal("")), "nonsense"),
         ("[room\n".to_owned(), "TOML"),
     ];
@@ -164,7 +209,11 @@ fn the_binary_checks_a_config_like_nginx_t() {
         .env("WR_ADMIN_TOKEN", TOKEN)
         .output()
         .unwrap();
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let stdout = String::from_utf8_lossy(&ok.stdout);
     assert!(stdout.contains("[room]") && !stdout.contains(SECRET));
 

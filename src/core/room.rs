@@ -268,10 +268,16 @@ impl RoomState {
     }
 
     /// Ends a pass at once (leave, revoke): its slot is free and its cookie is refused until it
-    /// would have expired anyway.
+    /// would have expired anyway. A place in line is not a pass: it stays (leave_queue gives it
+    /// up), since dropping its recorded place would leave its queue entry orphaned.
     pub fn end_pass(&mut self, id: &str, limits: &Limits, now: Millis) -> bool {
-        let had = self.passes.remove(id).or_else(|| self.called.remove(id));
-        self.places.remove(id);
+        let had = self.passes.remove(id).or_else(|| {
+            let called = self.called.remove(id);
+            if called.is_some() {
+                self.places.remove(id);
+            }
+            called
+        });
         let until = had.unwrap_or(now).max(now + limits.session_ms);
         self.revoked.set(id, until);
         if had.is_some() {
@@ -488,6 +494,26 @@ mod tests {
         assert_eq!(report.no_shows, 1);
         assert_eq!(report.called, 1);
         assert_eq!(r.poll("a", &l, 40_001), PollOutcome::Unknown);
+    }
+
+    #[test]
+    fn ending_a_waiting_visitor_leaves_the_line_whole() {
+        let l = limits(5, 100);
+        let mut r = room();
+        r.join("a", None, &l, 0);
+        r.join("b", None, &l, 0);
+        assert!(!r.end_pass("a", &l, 1));
+        assert_eq!(
+            r.poll("a", &l, 2),
+            PollOutcome::Waiting {
+                position: 1,
+                queued: 2
+            }
+        );
+        assert_eq!(r.admission_round(&l, 3).called, 2);
+        let counts = r.counts(3);
+        assert_eq!((counts.called, counts.queued), (2, 0));
+        assert!(matches!(r.poll("b", &l, 4), PollOutcome::Admitted { .. }));
     }
 
     #[test]

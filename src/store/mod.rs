@@ -3,6 +3,7 @@
 //! the conformance suite in tests/common/conformance.rs.
 
 pub mod memory;
+pub mod redis;
 
 use async_trait::async_trait;
 

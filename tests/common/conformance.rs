@@ -220,6 +220,28 @@ pub async fn ending_a_pass_frees_the_slot_and_refuses_it<S: Store>(
     assert!(!store.end_pass("nobody", &l).await.unwrap());
 }
 
+pub async fn ending_a_waiting_visitor_leaves_the_line_whole<S: Store>(
+    store: S,
+    _clock: Arc<ManualClock>,
+) {
+    let l = limits(5, 100);
+    store.join("a", None, &l).await.unwrap();
+    store.join("b", None, &l).await.unwrap();
+    assert!(!store.end_pass("a", &l).await.unwrap(), "a holds no pass");
+    assert_eq!(waiting(store.poll("a", &l).await.unwrap()), (1, 2));
+    let fence = lead(&store).await;
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 2);
+    let counts = store.counts().await.unwrap();
+    assert_eq!(
+        (counts.called, counts.queued, counts.admitted_total),
+        (2, 0, 2)
+    );
+    assert!(matches!(
+        store.poll("b", &l).await.unwrap(),
+        PollOutcome::Admitted { .. }
+    ));
+}
+
 pub async fn a_ticket_from_another_epoch_gets_its_place_back<S: Store>(
     store: S,
     _clock: Arc<ManualClock>,
@@ -361,6 +383,7 @@ macro_rules! store_conformance {
             a_called_visitor_who_never_claims_frees_the_slot,
             passes_slide_expire_and_heal_capacity,
             ending_a_pass_frees_the_slot_and_refuses_it,
+            ending_a_waiting_visitor_leaves_the_line_whole,
             a_ticket_from_another_epoch_gets_its_place_back,
             a_pass_from_another_epoch_registers_again,
             one_leader_at_a_time_with_fencing,

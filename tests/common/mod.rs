@@ -4,3 +4,4 @@
 pub mod conformance;
 pub mod origin;
 pub mod proxy;
+pub mod redis_server;

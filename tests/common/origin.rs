@@ -17,6 +17,7 @@ pub struct Seen {
     pub command_headers_in_requests: usize,
 }
 
+#[derive(Clone)]
 pub struct StubOrigin {
     pub addr: SocketAddr,
     pub seen: Arc<Mutex<Seen>>,

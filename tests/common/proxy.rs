@@ -5,7 +5,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
-use waitroom::clock::ManualClock;
+use waitroom::clock::{ManualClock, SharedClock, SystemClock};
 use waitroom::config::Config;
 use waitroom::config::model::Environment;
 use waitroom::server::{RunOptions, Running, spawn};
@@ -33,6 +33,7 @@ pub fn free_port() -> u16 {
 
 pub struct TestProxy {
     pub running: Running,
+    /// Drives the proxy's time, unless it was started on the real clock.
     pub clock: Arc<ManualClock>,
     pub base: String,
     pub admin: String,
@@ -82,22 +83,44 @@ impl TestProxy {
         Self::start_before(origin.addr, room, rest, origin)
     }
 
+    /// A proxy whose clock is driven by the test (`clock.advance`).
     pub fn start_before(
         origin_addr: SocketAddr,
         room: &str,
         rest: &str,
         origin: StubOrigin,
     ) -> Self {
+        Self::launch(origin_addr, room, rest, origin, false)
+    }
+
+    /// A proxy on the real clock, for tests against a real Redis (which keeps real time).
+    pub fn start_real_time(origin: &StubOrigin, room: &str, rest: &str) -> Self {
+        Self::launch(origin.addr, room, rest, origin.clone(), true)
+    }
+
+    fn launch(
+        origin_addr: SocketAddr,
+        room: &str,
+        rest: &str,
+        origin: StubOrigin,
+        real_time: bool,
+    ) -> Self {
         let (listen, admin) = (free_port(), free_port());
         let text = config_text(listen, admin, origin_addr, room, rest);
         let (config, _) = Config::parse(&text, &NoEnvironment, false).unwrap();
         let clock = ManualClock::starting_now();
+        let run_clock: SharedClock = if real_time {
+            Arc::new(SystemClock)
+        } else {
+            clock.clone()
+        };
         let running = spawn(
             &config,
             RunOptions {
-                clock: clock.clone(),
+                clock: run_clock,
                 seed: 7,
                 grace_period_secs: 0,
+                redis_follows_clock: false,
             },
         )
         .unwrap();

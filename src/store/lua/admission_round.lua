@@ -1,0 +1,65 @@
+-- Store::admission_round. ARGV 12: the caller's fencing token, 13: a seed in [1, 2^31 - 2] for
+-- random picks. Answers {epoch, 0} when the token is stale, else
+-- {epoch, 1, called, expired, abandoned, no_shows}.
+local fence, seed = tonumber(ARGV[12]), tonumber(ARGV[13])
+local l = limits()
+
+local leader = redis.call('HMGET', K_LEADER, 'until', 'fence')
+local leads_until, current = tonumber(leader[1]), tonumber(leader[2])
+if not leads_until or leads_until <= now or current ~= fence then
+  return {epoch, 0}
+end
+
+-- Heal capacity first: expired passes, no-shows, waiters who stopped polling.
+local expired = redis.call('ZREMRANGEBYSCORE', K_PASSES, '-inf', int(now))
+local no_shows = redis.call('ZRANGEBYSCORE', K_CALLED, '-inf', int(now))
+for _, id in ipairs(no_shows) do
+  redis.call('HDEL', K_PLACES, id)
+end
+redis.call('ZREMRANGEBYSCORE', K_CALLED, '-inf', int(now))
+local abandoned = redis.call('ZRANGEBYSCORE', K_BEATS, '-inf', int(now))
+for _, id in ipairs(abandoned) do
+  if place_of(id) then
+    redis.call('HDEL', K_PLACES, id)
+    redis.call('ZREM', K_QUEUE, id)
+  end
+end
+redis.call('ZREMRANGEBYSCORE', K_BEATS, '-inf', int(now))
+redis.call('ZREMRANGEBYSCORE', K_REVOKED, '-inf', int(now))
+
+-- Park-Miller: exact in doubles, uniform enough to pick among fewer than 2^31.
+local function random_below(n)
+  seed = (seed * 16807) % 2147483647
+  return math.floor(seed / 2147483647 * n)
+end
+
+local free = math.max(l.capacity - occupancy(), 0)
+local tokens, at = refill(l)
+local n = 0
+if l.admitting and not recovering(l.session_ms) then
+  n = math.min(free, whole(tokens), redis.call('ZCARD', K_QUEUE))
+end
+local called = 0
+for _ = 1, n do
+  local k = 0
+  if l.random then
+    k = random_below(redis.call('ZCARD', K_QUEUE))
+  end
+  local picked = redis.call('ZRANGE', K_QUEUE, k, k)
+  local id = picked[1]
+  if not id then
+    break
+  end
+  -- The place stays recorded until the claim, to measure the wait.
+  redis.call('HSET', K_PLACES, id, int(place_of(id)))
+  redis.call('ZREM', K_QUEUE, id)
+  redis.call('ZREM', K_BEATS, id)
+  redis.call('ZADD', K_CALLED, int(now + l.claim_window_ms), id)
+  called = called + 1
+end
+save_bucket(tokens - called, at)
+record_admissions(called)
+redis.call('HINCRBY', K_COUNTERS, 'expired_total', expired)
+redis.call('HINCRBY', K_COUNTERS, 'abandoned_total', #abandoned)
+redis.call('HINCRBY', K_COUNTERS, 'no_show_total', #no_shows)
+return {epoch, 1, called, expired, #abandoned, #no_shows}

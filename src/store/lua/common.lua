@@ -1,0 +1,207 @@
+-- Prelude of every room script: the Rust side puts it in front of each script's own body.
+--
+-- KEYS, the same twelve for every script, all in one hash slot ({room}):
+--   1 epoch    HASH  id, born, lost_at (set once a loss of the data was detected)
+--   2 queue    ZSET  id -> place (rank = position: place, then id, as the pure model orders)
+--   3 places   HASH  id -> place of a called visitor, kept until the claim to measure the wait
+--                    (a waiting visitor's place is its score in the queue)
+--   4 beats    ZSET  id -> heartbeat deadline of a waiting visitor
+--   5 called   ZSET  id -> claim deadline
+--   6 passes   ZSET  id -> pass expiry
+--   7 revoked  ZSET  id -> refused until
+--   8 bucket   HASH  tokens, at
+--   9 recent   LIST  "time:count" admissions of the last minute, oldest first
+--  10 counters HASH  admitted_total, abandoned_total, expired_total, revoked_total,
+--                    no_show_total, recent (sum of the recent list), last_place
+--  11 leader   HASH  instance, until, fence, last (the last fence handed out)
+--  12 settings HASH  version, json
+-- ARGV: 1 now in ms (negative: take it from TIME), 2 the epoch this instance saw last ('' if
+-- none), 3 a fresh epoch to use if the data is missing. Scripts given the room limits find them
+-- at 4..11 (capacity, new_users_per_minute, burst, session_ms, abandon_after_ms,
+-- claim_window_ms, pick, admitting) and their own arguments from 12; the others from 4.
+-- Every script answers an array whose first element is the current epoch.
+
+local K_EPOCH, K_QUEUE, K_PLACES, K_BEATS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_CALLED, K_PASSES, K_REVOKED, K_BUCKET = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_RECENT, K_COUNTERS, K_LEADER, K_SETTINGS = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+
+local MINUTE_MS = 60000
+
+local now = tonumber(ARGV[1])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Numbers go to Redis as exact decimal strings: the default conversion keeps 14 digits only.
+local function int(x)
+  return string.format('%d', x)
+end
+
+local function dbl(x)
+  return string.format('%.17g', x)
+end
+
+local function corrupt(what)
+  error({err = 'CORRUPT ' .. what})
+end
+
+-- The epoch names this copy of the room's data. Missing means the data is new or was lost; an
+-- instance that had seen another epoch knows it was lost, and admissions then pause for a session
+-- (see recovering) so that live passes can register again before the room is filled.
+local epoch, lost_at
+do
+  local e = redis.call('HMGET', K_EPOCH, 'id', 'born', 'lost_at')
+  local known = ARGV[2]
+  if not e[1] then
+    epoch = ARGV[3]
+    if known ~= '' then
+      lost_at = now
+      redis.call('HSET', K_EPOCH, 'id', epoch, 'born', int(now), 'lost_at', int(now))
+    else
+      redis.call('HSET', K_EPOCH, 'id', epoch, 'born', int(now))
+    end
+  else
+    epoch = e[1]
+    lost_at = tonumber(e[3])
+    if not lost_at and known ~= '' and known ~= epoch then
+      -- Another instance that had not seen the old epoch made the new one: it was born at the
+      -- loss.
+      lost_at = tonumber(e[2]) or now
+      redis.call('HSET', K_EPOCH, 'lost_at', int(lost_at))
+    end
+  end
+end
+
+local function recovering(session_ms)
+  return lost_at ~= nil and now < lost_at + session_ms
+end
+
+local function limits()
+  return {
+    capacity = tonumber(ARGV[4]),
+    per_minute = tonumber(ARGV[5]),
+    burst = tonumber(ARGV[6]),
+    session_ms = tonumber(ARGV[7]),
+    abandon_after_ms = tonumber(ARGV[8]),
+    claim_window_ms = tonumber(ARGV[9]),
+    random = ARGV[10] == 'random',
+    admitting = ARGV[11] == '1',
+  }
+end
+
+local function occupancy()
+  return redis.call('ZCARD', K_PASSES) + redis.call('ZCARD', K_CALLED)
+end
+
+-- The token bucket, created full at its first use, refilled as TokenBucket::refill does.
+local function refill(l)
+  local b = redis.call('HMGET', K_BUCKET, 'tokens', 'at')
+  local tokens, at = tonumber(b[1]), tonumber(b[2])
+  if not tokens or not at then
+    tokens, at = l.burst, now
+  end
+  local elapsed = math.max(now - at, 0)
+  tokens = math.min(tokens + elapsed * l.per_minute / 60000.0, l.burst)
+  return tokens, math.max(at, now)
+end
+
+local function save_bucket(tokens, at)
+  redis.call('HSET', K_BUCKET, 'tokens', dbl(tokens), 'at', int(at))
+end
+
+local function whole(tokens)
+  return math.floor(math.max(tokens, 0))
+end
+
+local function parse_recent(entry)
+  local sep = string.find(entry, ':', 1, true)
+  local t = sep and tonumber(string.sub(entry, 1, sep - 1))
+  local n = sep and tonumber(string.sub(entry, sep + 1))
+  if not t or not n then
+    corrupt('recent admissions entry ' .. entry)
+  end
+  return t, n
+end
+
+local function forget_old_admissions()
+  while true do
+    local head = redis.call('LINDEX', K_RECENT, 0)
+    if not head then
+      return
+    end
+    local t, n = parse_recent(head)
+    if t > now - MINUTE_MS then
+      return
+    end
+    redis.call('LPOP', K_RECENT)
+    redis.call('HINCRBY', K_COUNTERS, 'recent', -n)
+  end
+end
+
+local function record_admissions(n)
+  if n > 0 then
+    redis.call('HINCRBY', K_COUNTERS, 'admitted_total', n)
+    redis.call('HINCRBY', K_COUNTERS, 'recent', n)
+    local tail = redis.call('LINDEX', K_RECENT, -1)
+    local t, m = nil, 0
+    if tail then
+      t, m = parse_recent(tail)
+    end
+    if t == now then
+      redis.call('LSET', K_RECENT, -1, int(now) .. ':' .. int(m + n))
+    else
+      redis.call('RPUSH', K_RECENT, int(now) .. ':' .. int(n))
+    end
+  end
+  forget_old_admissions()
+end
+
+-- Byte order, as Rust compares strings (Lua's < follows the server's locale).
+local function bytes_less(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return #a < #b
+end
+
+-- How many stand before (place, id): its rank when in line, else where it would stand.
+local function rank_of(id, place)
+  local r = redis.call('ZRANK', K_QUEUE, id)
+  if r then
+    return r
+  end
+  local before = redis.call('ZCOUNT', K_QUEUE, '-inf', '(' .. int(place))
+  for _, other in ipairs(redis.call('ZRANGEBYSCORE', K_QUEUE, int(place), int(place))) do
+    if bytes_less(other, id) then
+      before = before + 1
+    end
+  end
+  return before
+end
+
+-- The place recorded for a visitor: waiting (in the queue) or called (in places).
+local function place_of(id)
+  local p = redis.call('ZSCORE', K_QUEUE, id) or redis.call('HGET', K_PLACES, id)
+  if not p then
+    return nil
+  end
+  local place = tonumber(p)
+  if not place then
+    corrupt('place of ' .. id)
+  end
+  return place
+end
+
+-- Integer division that truncates, as Rust's does.
+local function div1000(x)
+  if x >= 0 then
+    return math.floor(x / 1000)
+  end
+  return -math.floor(-x / 1000)
+end
+

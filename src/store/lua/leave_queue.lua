@@ -1,0 +1,9 @@
+-- Store::leave_queue. ARGV 4: id. Answers {epoch, left (0 or 1)}.
+local id = ARGV[4]
+redis.call('ZREM', K_CALLED, id)
+redis.call('ZREM', K_BEATS, id)
+if place_of(id) then
+  redis.call('HDEL', K_PLACES, id)
+  return {epoch, redis.call('ZREM', K_QUEUE, id)}
+end
+return {epoch, 0}

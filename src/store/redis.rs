@@ -1,0 +1,824 @@
+//! The Redis store: the room's state in Redis, so that many instances act as one room. Each step
+//! of the pure model (src/core/room.rs) is one Lua script (src/store/lua/), run atomically by
+//! Redis; the scripts follow the model rule for rule and pass the same conformance suite.
+//!
+//! Every key of a room lives under `{prefix}{room}:` with the room in braces, e.g.
+//! `wr:{shop}:queue`, so they share one Cluster hash slot; every script gets all of them in
+//! KEYS. Time comes from Redis `TIME` inside each script (or from a test clock), so the clocks of
+//! the proxy hosts don't matter.
+//!
+//! Revocations are answered locally: each instance keeps the ended passes in memory, fed by its
+//! own `end_pass`, by a pub/sub channel every instance publishes its revocations on, and by a
+//! reload of the revoked set every second, which covers anything missed while disconnected.
+//!
+//! Loss of the data (a restart without persistence, a failover to an empty replica) is detected
+//! through the epoch: a script that finds no epoch, or another epoch than the one this instance
+//! saw, marks the loss; admissions then pause for a session length, so that passes still alive
+//! register again through `touch_pass` before the room is filled anew.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{
+    Client, Cmd, Pipeline, ProtocolVersion, PushInfo, PushKind, RedisError, RedisFuture, Script,
+    ScriptInvocation, Value,
+};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::task::AbortHandle;
+
+use crate::clock::{Clock, Millis, SharedClock, SystemClock};
+use crate::core::room::{Limits, Pick, PollOutcome, RoomCounts, RoundReport};
+use crate::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
+
+/// Where the scripts take the time from.
+#[derive(Clone)]
+pub enum TimeSource {
+    /// Redis `TIME`, read inside each script: one clock for every instance.
+    Server,
+    /// A clock of this process (tests drive a manual one).
+    Clock(SharedClock),
+}
+
+#[derive(Clone)]
+pub struct RedisOptions {
+    /// `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS (the server's
+    /// certificate is checked against the system's roots; `SSL_CERT_FILE` names other ones).
+    /// A Redis Cluster (or Valkey cluster): `redis+cluster://[user:password@]host:port,host:port`
+    /// (`rediss+cluster://` for TLS), naming some of its nodes.
+    pub url: String,
+    /// Put verbatim in front of every key, e.g. `wr:`.
+    pub prefix: String,
+    /// The room's name: the hash tag of its keys, so it may not contain braces.
+    pub room: String,
+    pub connect_timeout: Duration,
+    /// Bounds every call to Redis, reconnection included.
+    pub command_timeout: Duration,
+    pub time: TimeSource,
+    /// Drives random picks.
+    pub seed: u64,
+}
+
+impl RedisOptions {
+    /// Production defaults: prefix `wr:`, Redis time, 5 s to connect, 1 s per command.
+    pub fn new(url: impl Into<String>, room: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            prefix: "wr:".into(),
+            room: room.into(),
+            connect_timeout: Duration::from_secs(5),
+            command_timeout: Duration::from_secs(1),
+            time: TimeSource::Server,
+            seed: rand::random(),
+        }
+    }
+}
+
+/// How often the revoked set is reloaded, on top of the pub/sub feed.
+const RELOAD_REVOKED_EVERY: Duration = Duration::from_secs(1);
+
+/// A reconnection tried within one call gives up after this many attempts; the next call tries
+/// again.
+const RECONNECT_RETRIES: usize = 2;
+
+/// The room's keys, in the order every script expects them (see lua/common.lua).
+const KEY_NAMES: [&str; 12] = [
+    "epoch", "queue", "places", "beats", "called", "passes", "revoked", "bucket", "recent",
+    "counters", "leader", "settings",
+];
+
+macro_rules! room_script {
+    ($file:literal) => {
+        Script::new(concat!(
+            include_str!("lua/common.lua"),
+            include_str!(concat!("lua/", $file))
+        ))
+    };
+}
+
+struct Scripts {
+    admit_directly: Script,
+    admit_unconditionally: Script,
+    join: Script,
+    poll: Script,
+    touch_pass: Script,
+    end_pass: Script,
+    leave_queue: Script,
+    admission_round: Script,
+    counts: Script,
+    lead: Script,
+    resign: Script,
+    leader: Script,
+    save_settings: Script,
+    load_settings: Script,
+}
+
+impl Scripts {
+    fn new() -> Self {
+        Self {
+            admit_directly: room_script!("admit_directly.lua"),
+            admit_unconditionally: room_script!("admit_unconditionally.lua"),
+            join: room_script!("join.lua"),
+            poll: room_script!("poll.lua"),
+            touch_pass: room_script!("touch_pass.lua"),
+            end_pass: room_script!("end_pass.lua"),
+            leave_queue: room_script!("leave_queue.lua"),
+            admission_round: room_script!("admission_round.lua"),
+            counts: room_script!("counts.lua"),
+            lead: room_script!("lead.lua"),
+            resign: room_script!("resign.lua"),
+            leader: room_script!("leader.lua"),
+            save_settings: room_script!("save_settings.lua"),
+            load_settings: room_script!("load_settings.lua"),
+        }
+    }
+}
+
+/// Passes ended on any instance, with the time until which they are refused.
+#[derive(Default)]
+struct Revocations {
+    until: RwLock<HashMap<String, Millis>>,
+}
+
+impl Revocations {
+    fn contains(&self, id: &str, now: Millis) -> bool {
+        // A poisoned lock only means a panic elsewhere; the map itself is always whole.
+        let until = self.until.read().unwrap_or_else(|p| p.into_inner());
+        until.get(id).is_some_and(|u| *u > now)
+    }
+
+    fn add(&self, entries: impl IntoIterator<Item = (String, Millis)>, now: Millis) {
+        let mut until = self.until.write().unwrap_or_else(|p| p.into_inner());
+        until.retain(|_, u| *u > now);
+        for (id, u) in entries {
+            if u > now {
+                let entry = until.entry(id).or_insert(u);
+                *entry = (*entry).max(u);
+            }
+        }
+    }
+}
+
+fn local_now(time: &TimeSource) -> Millis {
+    match time {
+        TimeSource::Server => SystemClock.now_ms(),
+        TimeSource::Clock(clock) => clock.now_ms(),
+    }
+}
+
+fn unavailable(err: &RedisError) -> StoreError {
+    StoreError::Unavailable(format!("redis: {err}"))
+}
+
+/// Malformed data (a script found garbage, a key of the wrong type) is corrupt; anything else
+/// (connection, timeout, server loading or read-only) leaves the store unavailable.
+fn map_error(script: &str, err: RedisError) -> StoreError {
+    match err.code() {
+        Some("CORRUPT") | Some("WRONGTYPE") => {
+            StoreError::Corrupt(format!("{script}: {}", err.detail().unwrap_or_default()))
+        }
+        _ => StoreError::Unavailable(format!("redis {script}: {err}")),
+    }
+}
+
+fn corrupt(script: &str, what: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("{script} answered {what}"))
+}
+
+/// A script's answer after its epoch: read element by element.
+struct Reply {
+    script: &'static str,
+    items: std::vec::IntoIter<Value>,
+}
+
+impl Reply {
+    fn next(&mut self) -> StoreResult<Value> {
+        self.items
+            .next()
+            .ok_or_else(|| corrupt(self.script, "too few elements"))
+    }
+
+    fn int(&mut self) -> StoreResult<i64> {
+        match self.next()? {
+            Value::Int(n) => Ok(n),
+            other => Err(corrupt(self.script, format!("{other:?} for a number"))),
+        }
+    }
+
+    fn count(&mut self) -> StoreResult<u64> {
+        let n = self.int()?;
+        u64::try_from(n).map_err(|_| corrupt(self.script, format!("negative count {n}")))
+    }
+
+    fn flag(&mut self) -> StoreResult<bool> {
+        match self.int()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            n => Err(corrupt(self.script, format!("{n} for a flag"))),
+        }
+    }
+
+    fn string(&mut self) -> StoreResult<String> {
+        let value = self.next()?;
+        text(self.script, value)
+    }
+}
+
+fn text(script: &str, value: Value) -> StoreResult<String> {
+    match value {
+        Value::BulkString(bytes) => {
+            String::from_utf8(bytes).map_err(|_| corrupt(script, "a string that is not UTF-8"))
+        }
+        Value::SimpleString(s) => Ok(s),
+        other => Err(corrupt(script, format!("{other:?} for a string"))),
+    }
+}
+
+/// One Redis server, or a cluster.
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// The node URLs of a `redis+cluster://` or `rediss+cluster://` URL, None for any other URL.
+fn cluster_nodes(url: &str) -> Option<Vec<String>> {
+    let (scheme, rest) = if let Some(rest) = url.strip_prefix("redis+cluster://") {
+        ("redis", rest)
+    } else {
+        ("rediss", url.strip_prefix("rediss+cluster://")?)
+    };
+    let (credentials, hosts) = match rest.rsplit_once('@') {
+        Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+        None => (String::new(), rest),
+    };
+    Some(
+        hosts
+            .split(',')
+            .map(|host| format!("{scheme}://{credentials}{}", host.trim()))
+            .collect(),
+    )
+}
+
+pub struct RedisStore {
+    conn: Conn,
+    keys: Vec<String>,
+    /// The pub/sub channel revocations are announced on.
+    channel: String,
+    scripts: Scripts,
+    time: TimeSource,
+    command_timeout: Duration,
+    /// The epoch this instance saw last ('' before any): how a loss of the data is told apart
+    /// from a new room.
+    known_epoch: Mutex<String>,
+    rng: Mutex<StdRng>,
+    revoked: Arc<Revocations>,
+    feed: AbortHandle,
+}
+
+impl Drop for RedisStore {
+    fn drop(&mut self) {
+        self.feed.abort();
+    }
+}
+
+impl RedisStore {
+    /// Connects, subscribes to the room's revocations and starts following them on the current
+    /// tokio runtime: create the store on the runtime that will use it (its connections fail once
+    /// that runtime is gone).
+    pub async fn connect(options: RedisOptions) -> StoreResult<Self> {
+        let RedisOptions {
+            url,
+            prefix,
+            room,
+            connect_timeout,
+            command_timeout,
+            time,
+            seed,
+        } = options;
+        if room.contains(['{', '}']) {
+            return Err(StoreError::Unavailable(format!(
+                "room name {room:?} may not contain braces: it is the hash tag of the room's keys"
+            )));
+        }
+        let nodes = cluster_nodes(&url);
+        let first_node = nodes.as_ref().and_then(|n| n.first()).unwrap_or(&url);
+        let client = open_client(first_node)?;
+        let base = format!("{prefix}{{{room}}}:");
+        let keys: Vec<String> = KEY_NAMES.iter().map(|k| format!("{base}{k}")).collect();
+        let revoked_key = format!("{base}revoked");
+        let channel = revoked_key.clone();
+
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(connect_timeout))
+            .set_response_timeout(Some(command_timeout))
+            .set_number_of_retries(RECONNECT_RETRIES)
+            .set_max_delay(command_timeout / 4);
+        let conn = match &nodes {
+            Some(nodes) => {
+                let cluster = ClusterClient::builder(nodes.iter().map(String::as_str))
+                    .connection_timeout(connect_timeout)
+                    .response_timeout(command_timeout)
+                    .retries(RECONNECT_RETRIES as u32)
+                    .build()
+                    .map_err(|e| {
+                        StoreError::Unavailable(format!(
+                            "invalid Redis URL {}: {e}",
+                            redacted(&url)
+                        ))
+                    })?;
+                within(connect_timeout, cluster.get_async_connection())
+                    .await
+                    .map(Conn::Cluster)
+            }
+            None => within(
+                connect_timeout,
+                ConnectionManager::new_with_config(client.clone(), config.clone()),
+            )
+            .await
+            .map(Conn::Single),
+        }
+        .map_err(|e| e.context(&format!("cannot connect to {}", redacted(&url))))?;
+
+        // A second connection, on RESP3, receives the revocations of the other instances (in a
+        // cluster, from the first node named: PUBLISH reaches every node).
+        let info = client.get_connection_info().clone();
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_protocol(ProtocolVersion::RESP3);
+        let feed_client =
+            Client::open(info.set_redis_settings(settings)).map_err(|e| unavailable(&e))?;
+        let (tx, pushes) = unbounded_channel();
+        let feed_config = config.set_push_sender(tx).set_automatic_resubscription();
+        let mut feed_conn = within(
+            connect_timeout,
+            ConnectionManager::new_with_config(feed_client, feed_config),
+        )
+        .await
+        .map_err(|e| e.context("cannot open the revocation feed"))?;
+        within(command_timeout, feed_conn.subscribe(&channel))
+            .await
+            .map_err(|e| e.context("cannot subscribe to revocations"))?;
+
+        let mut probe = conn.clone();
+        let epoch: Option<String> = within(
+            command_timeout,
+            redis::cmd("HGET")
+                .arg(&keys[0])
+                .arg("id")
+                .query_async(&mut probe),
+        )
+        .await?;
+
+        let revoked = Arc::new(Revocations::default());
+        let follower = Follower {
+            feed: feed_conn,
+            conn: conn.clone(),
+            pushes,
+            revoked: revoked.clone(),
+            key: revoked_key,
+            time: time.clone(),
+            command_timeout,
+        };
+        let feed = tokio::spawn(follower.run()).abort_handle();
+
+        Ok(Self {
+            conn,
+            keys,
+            channel,
+            scripts: Scripts::new(),
+            time,
+            command_timeout,
+            known_epoch: Mutex::new(epoch.unwrap_or_default()),
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            revoked,
+            feed,
+        })
+    }
+
+    fn known_epoch(&self) -> std::sync::MutexGuard<'_, String> {
+        self.known_epoch
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A script call with the room's keys and the common arguments, plus the limits if given.
+    fn invocation<'a>(
+        &'a self,
+        script: &'a Script,
+        limits: Option<&Limits>,
+    ) -> ScriptInvocation<'a> {
+        let mut inv = script.prepare_invoke();
+        for key in &self.keys {
+            inv.key(key);
+        }
+        let now = match &self.time {
+            TimeSource::Server => -1,
+            TimeSource::Clock(clock) => clock.now_ms(),
+        };
+        let known = self.known_epoch().clone();
+        inv.arg(now)
+            .arg(known)
+            .arg(format!("{:016x}", rand::random::<u64>()));
+        if let Some(l) = limits {
+            inv.arg(l.capacity)
+                .arg(l.new_users_per_minute)
+                .arg(l.burst)
+                .arg(l.session_ms)
+                .arg(l.abandon_after_ms)
+                .arg(l.claim_window_ms)
+                .arg(match l.pick {
+                    Pick::Fifo => "fifo",
+                    Pick::Random => "random",
+                })
+                .arg(if l.admitting { "1" } else { "0" });
+        }
+        inv
+    }
+
+    /// Runs a script; the reply past the epoch, which is remembered.
+    async fn call(
+        &self,
+        script: &'static str,
+        inv: &ScriptInvocation<'_>,
+    ) -> StoreResult<(Reply, String)> {
+        let attempts = async {
+            let mut conn = self.conn.clone();
+            match inv.invoke_async::<Value>(&mut conn).await {
+                // The connection broke (typically: Redis restarted) and the manager reconnects:
+                // one more try, within the same time limit. A step that ran but whose answer was
+                // lost would run twice: harmless for every step but a round, which is not
+                // retried (the admission loop runs the next one soon).
+                Err(e)
+                    if retry_allowed(script) && (e.is_connection_dropped() || e.is_io_error()) =>
+                {
+                    inv.invoke_async::<Value>(&mut conn).await
+                }
+                other => other,
+            }
+        };
+        let value = tokio::time::timeout(self.command_timeout, attempts)
+            .await
+            .map_err(|_| timed_out(script, self.command_timeout))?
+            .map_err(|e| map_error(script, e))?;
+        let Value::Array(items) = value else {
+            return Err(corrupt(script, format!("{value:?} for an array")));
+        };
+        let mut reply = Reply {
+            script,
+            items: items.into_iter(),
+        };
+        let epoch = reply.string()?;
+        let mut known = self.known_epoch();
+        if *known != epoch {
+            known.clone_from(&epoch);
+        }
+        Ok((reply, epoch))
+    }
+}
+
+fn retry_allowed(script: &str) -> bool {
+    script != "admission_round"
+}
+
+fn timed_out(what: &str, after: Duration) -> StoreError {
+    StoreError::Unavailable(format!("redis {what}: no answer within {after:?}"))
+}
+
+/// Awaits a Redis future for at most `limit`.
+async fn within<T>(
+    limit: Duration,
+    fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> StoreResult<T> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => result.map_err(|e| unavailable(&e)),
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "redis: no answer within {limit:?}"
+        ))),
+    }
+}
+
+impl StoreError {
+    fn context(self, what: &str) -> StoreError {
+        match self {
+            StoreError::Unavailable(m) => StoreError::Unavailable(format!("{what}: {m}")),
+            other => other,
+        }
+    }
+}
+
+/// The URL without its password, for messages.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://…@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+fn open_client(url: &str) -> StoreResult<Client> {
+    Client::open(url)
+        .map_err(|e| StoreError::Unavailable(format!("invalid Redis URL {}: {e}", redacted(url))))
+}
+
+/// Follows the revocations of every instance: pub/sub messages as they come, and a reload of
+/// the revoked set every second, which covers what the feed missed while disconnected.
+struct Follower {
+    /// The subscribed connection, pinged every second so that it reconnects (and subscribes
+    /// again) after an outage.
+    feed: ConnectionManager,
+    conn: Conn,
+    pushes: UnboundedReceiver<PushInfo>,
+    revoked: Arc<Revocations>,
+    key: String,
+    time: TimeSource,
+    command_timeout: Duration,
+}
+
+impl Follower {
+    async fn run(mut self) {
+        let mut tick = tokio::time::interval(RELOAD_REVOKED_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                push = self.pushes.recv() => match push {
+                    Some(push) => self.take(push),
+                    None => return,
+                },
+                _ = tick.tick() => self.reload().await,
+            }
+        }
+    }
+
+    fn take(&self, push: PushInfo) {
+        if push.kind != PushKind::Message {
+            return;
+        }
+        // data: [channel, "until id"]
+        let Some(Ok(payload)) = push.data.into_iter().nth(1).map(|v| text("feed", v)) else {
+            log::warn!("malformed revocation message");
+            return;
+        };
+        match payload
+            .split_once(' ')
+            .map(|(u, id)| (u.parse::<Millis>(), id))
+        {
+            Some((Ok(until), id)) => self
+                .revoked
+                .add([(id.to_owned(), until)], local_now(&self.time)),
+            _ => log::warn!("malformed revocation message {payload:?}"),
+        }
+    }
+
+    async fn reload(&mut self) {
+        if let Err(e) = within(
+            self.command_timeout,
+            redis::cmd("PING").query_async::<Value>(&mut self.feed),
+        )
+        .await
+        {
+            log::debug!("revocation feed down: {e}");
+        }
+        let now = local_now(&self.time);
+        let entries: Result<Vec<(String, f64)>, _> = within(
+            self.command_timeout,
+            redis::cmd("ZRANGEBYSCORE")
+                .arg(&self.key)
+                .arg(format!("({now}"))
+                .arg("+inf")
+                .arg("WITHSCORES")
+                .query_async(&mut self.conn),
+        )
+        .await;
+        match entries {
+            Ok(entries) => self.revoked.add(
+                entries.into_iter().map(|(id, until)| (id, until as Millis)),
+                now,
+            ),
+            Err(e) => log::debug!("revocations not reloaded: {e}"),
+        }
+    }
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn admit_directly(&self, id: &str, limits: &Limits) -> StoreResult<Option<Millis>> {
+        let mut inv = self.invocation(&self.scripts.admit_directly, Some(limits));
+        inv.arg(id);
+        let (mut r, _) = self.call("admit_directly", &inv).await?;
+        Ok(if r.flag()? { Some(r.int()?) } else { None })
+    }
+
+    async fn admit_unconditionally(&self, id: &str, limits: &Limits) -> StoreResult<Millis> {
+        let mut inv = self.invocation(&self.scripts.admit_unconditionally, Some(limits));
+        inv.arg(id);
+        let (mut r, _) = self.call("admit_unconditionally", &inv).await?;
+        r.int()
+    }
+
+    async fn join(
+        &self,
+        id: &str,
+        ticket: Option<&TicketPlace>,
+        limits: &Limits,
+    ) -> StoreResult<Joined> {
+        let mut inv = self.invocation(&self.scripts.join, Some(limits));
+        inv.arg(id);
+        match ticket {
+            Some(t) => inv.arg(t.place).arg(&t.epoch),
+            None => inv.arg("").arg(""),
+        };
+        let (mut r, epoch) = self.call("join", &inv).await?;
+        Ok(Joined {
+            place: r.int()?,
+            position: r.count()?,
+            queued: r.count()?,
+            epoch,
+        })
+    }
+
+    async fn poll(&self, id: &str, limits: &Limits) -> StoreResult<PollOutcome> {
+        let mut inv = self.invocation(&self.scripts.poll, Some(limits));
+        inv.arg(id);
+        let (mut r, _) = self.call("poll", &inv).await?;
+        Ok(match r.int()? {
+            0 => PollOutcome::Unknown,
+            1 => PollOutcome::Waiting {
+                position: r.count()?,
+                queued: r.count()?,
+            },
+            2 => {
+                let expires_at = r.int()?;
+                let has_waited = r.flag()?;
+                let waited = r.int()?;
+                PollOutcome::Admitted {
+                    expires_at,
+                    waited_ms: has_waited.then_some(waited),
+                }
+            }
+            n => return Err(corrupt("poll", format!("outcome {n}"))),
+        })
+    }
+
+    async fn touch_pass(
+        &self,
+        id: &str,
+        pass_epoch: &str,
+        limits: &Limits,
+    ) -> StoreResult<Option<Millis>> {
+        let mut inv = self.invocation(&self.scripts.touch_pass, Some(limits));
+        inv.arg(id).arg(pass_epoch);
+        let (mut r, _) = self.call("touch_pass", &inv).await?;
+        Ok(if r.flag()? { Some(r.int()?) } else { None })
+    }
+
+    async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool> {
+        let mut inv = self.invocation(&self.scripts.end_pass, Some(limits));
+        inv.arg(id).arg(&self.channel);
+        let (mut r, _) = self.call("end_pass", &inv).await?;
+        let had = r.flag()?;
+        let until = r.int()?;
+        self.revoked
+            .add([(id.to_owned(), until)], local_now(&self.time));
+        Ok(had)
+    }
+
+    async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
+        let mut inv = self.invocation(&self.scripts.leave_queue, None);
+        inv.arg(id);
+        let (mut r, _) = self.call("leave_queue", &inv).await?;
+        r.flag()
+    }
+
+    fn is_revoked(&self, id: &str) -> bool {
+        self.revoked.contains(id, local_now(&self.time))
+    }
+
+    async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {
+        let seed = self
+            .rng
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .random_range(1..2_147_483_647u32);
+        let mut inv = self.invocation(&self.scripts.admission_round, Some(limits));
+        inv.arg(fence).arg(seed);
+        let (mut r, _) = self.call("admission_round", &inv).await?;
+        if !r.flag()? {
+            return Err(StoreError::NotLeader(fence));
+        }
+        Ok(RoundReport {
+            called: r.count()?,
+            expired: r.count()?,
+            abandoned: r.count()?,
+            no_shows: r.count()?,
+        })
+    }
+
+    async fn counts(&self) -> StoreResult<RoomCounts> {
+        let inv = self.invocation(&self.scripts.counts, None);
+        let (mut r, _) = self.call("counts", &inv).await?;
+        Ok(RoomCounts {
+            passes: r.count()?,
+            called: r.count()?,
+            queued: r.count()?,
+            admitted_total: r.count()?,
+            admitted_last_minute: r.count()?,
+            abandoned_total: r.count()?,
+            expired_total: r.count()?,
+            revoked_total: r.count()?,
+            no_show_total: r.count()?,
+        })
+    }
+
+    async fn lead(&self, instance: &str, ttl_ms: Millis) -> StoreResult<Option<u64>> {
+        let mut inv = self.invocation(&self.scripts.lead, None);
+        inv.arg(instance).arg(ttl_ms);
+        let (mut r, _) = self.call("lead", &inv).await?;
+        Ok(if r.flag()? { Some(r.count()?) } else { None })
+    }
+
+    async fn resign(&self, instance: &str) -> StoreResult<()> {
+        let mut inv = self.invocation(&self.scripts.resign, None);
+        inv.arg(instance);
+        self.call("resign", &inv).await.map(drop)
+    }
+
+    async fn leader(&self) -> StoreResult<Option<String>> {
+        let inv = self.invocation(&self.scripts.leader, None);
+        let (mut r, _) = self.call("leader", &inv).await?;
+        Ok(if r.flag()? { Some(r.string()?) } else { None })
+    }
+
+    async fn save_settings(&self, json: &str) -> StoreResult<u64> {
+        let mut inv = self.invocation(&self.scripts.save_settings, None);
+        inv.arg(json);
+        let (mut r, _) = self.call("save_settings", &inv).await?;
+        r.count()
+    }
+
+    async fn load_settings(&self) -> StoreResult<Option<SavedSettings>> {
+        let inv = self.invocation(&self.scripts.load_settings, None);
+        let (mut r, _) = self.call("load_settings", &inv).await?;
+        Ok(if r.flag()? {
+            Some(SavedSettings {
+                version: r.count()?,
+                json: r.string()?,
+            })
+        } else {
+            None
+        })
+    }
+
+    async fn epoch(&self) -> StoreResult<String> {
+        // Every script answers the epoch first (creating one after a loss): the cheapest serves.
+        let inv = self.invocation(&self.scripts.leader, None);
+        let (_, epoch) = self.call("leader", &inv).await?;
+        Ok(epoch)
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        let mut conn = self.conn.clone();
+        within(
+            self.command_timeout,
+            redis::cmd("PING").query_async::<String>(&mut conn),
+        )
+        .await
+        .map(drop)
+    }
+}

@@ -1,0 +1,278 @@
+//! A real `redis-server` for one test: on a free port, killed on drop. Never the shared Redis on
+//! port 6379.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct RedisServer {
+    port: u16,
+    /// Set for a server that keeps its data (append-only file) across restarts.
+    dir: Option<tempfile::TempDir>,
+    /// Set for a server that only speaks TLS: (certificate, key, CA certificate).
+    tls: Option<(PathBuf, PathBuf, PathBuf)>,
+    /// A node of a Redis Cluster.
+    cluster: bool,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// A server without persistence: a restart loses everything.
+    pub fn start() -> Self {
+        Self::launch(None, None)
+    }
+
+    /// A server that writes every change to an append-only file: a restart keeps the data.
+    pub fn start_persistent() -> Self {
+        Self::launch(Some(tempfile::tempdir().expect("temp dir")), None)
+    }
+
+    /// A server that only accepts TLS, with this certificate and key (clients not checked).
+    pub fn start_tls(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
+        Self::launch(None, Some((cert, key, ca)))
+    }
+
+    fn launch(dir: Option<tempfile::TempDir>, tls: Option<(PathBuf, PathBuf, PathBuf)>) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut server = Self {
+            port,
+            dir,
+            tls,
+            cluster: false,
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn spawn(&mut self) {
+        let port = self.port.to_string();
+        let mut cmd = Command::new("redis-server");
+        cmd.args([
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--protected-mode",
+            "no",
+        ])
+        .args(["--loglevel", "warning"]);
+        match &self.tls {
+            Some((cert, key, ca)) => {
+                cmd.args([
+                    "--port",
+                    "0",
+                    "--tls-port",
+                    &port,
+                    "--tls-auth-clients",
+                    "no",
+                ])
+                .arg("--tls-cert-file")
+                .arg(cert)
+                .arg("--tls-key-file")
+                .arg(key)
+                .arg("--tls-ca-cert-file")
+                .arg(ca);
+            }
+            None => {
+                cmd.args(["--port", &port]);
+            }
+        }
+        match &self.dir {
+            Some(dir) => {
+                cmd.args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
+                    .arg(dir.path());
+            }
+            None => {
+                cmd.args(["--appendonly", "no"]);
+            }
+        }
+        if self.cluster {
+            cmd.args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ]);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                panic!("redis-server not found: install it (apt-get install -y redis-server)")
+            }
+            Err(e) => panic!("cannot start redis-server: {e}"),
+        };
+        self.child = Some(child);
+        self.wait_until_ready();
+    }
+
+    fn wait_until_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if self.answers_ping() {
+                return;
+            }
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("redis-server on port {} exited: {status}", self.port);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("redis-server on port {} does not answer PING", self.port);
+    }
+
+    /// Answers PING; a TLS server only has to accept connections.
+    fn answers_ping(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        if self.tls.is_some() {
+            return true;
+        }
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut buf = [0u8; 64];
+        stream.write_all(b"PING\r\n").is_ok()
+            && stream
+                .read(&mut buf)
+                .is_ok_and(|n| buf[..n].starts_with(b"+PONG"))
+    }
+
+    /// Runs one command on the server and returns its raw answer (tests' own checks).
+    pub fn command(&self, args: &[&str]) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("redis answers");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout set");
+        let mut request = format!("*{}\r\n", args.len());
+        for a in args {
+            request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        stream.write_all(request.as_bytes()).expect("request sent");
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 65536];
+        loop {
+            let n = stream.read(&mut buf).expect("answer read");
+            answer.extend_from_slice(&buf[..n]);
+            if n == 0 || complete(&answer) {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    /// Kills the server at once, as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port: with its data if it is persistent, empty
+    /// otherwise.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+}
+
+/// A Redis Cluster of a few nodes on free ports, the slots shared evenly among them.
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub fn start(n: usize) -> Self {
+        let nodes: Vec<RedisServer> = (0..n)
+            .map(|_| {
+                let mut node = RedisServer {
+                    port: 0,
+                    dir: Some(tempfile::tempdir().expect("temp dir")),
+                    tls: None,
+                    cluster: true,
+                    child: None,
+                };
+                node.port = TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .expect("a free port")
+                    .port();
+                node.spawn();
+                node
+            })
+            .collect();
+        let per = 16384 / n;
+        for (i, node) in nodes.iter().enumerate() {
+            let last = if i + 1 == n { 16383 } else { (i + 1) * per - 1 };
+            let added = node.command(&[
+                "CLUSTER",
+                "ADDSLOTSRANGE",
+                &(i * per).to_string(),
+                &last.to_string(),
+            ]);
+            assert!(added.starts_with("+OK"), "{added}");
+            if i > 0 {
+                node.command(&["CLUSTER", "MEET", "127.0.0.1", &nodes[0].port.to_string()]);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let known = format!("cluster_known_nodes:{n}");
+        while !nodes.iter().all(|node| {
+            let info = node.command(&["CLUSTER", "INFO"]);
+            info.contains("cluster_state:ok") && info.contains(&known)
+        }) {
+            assert!(Instant::now() < deadline, "the cluster did not form");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Self { nodes }
+    }
+
+    /// `redis+cluster://` naming every node.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis+cluster://{}", hosts.join(","))
+    }
+}
+
+/// Whether a RESP answer of a simple kind (status, error, integer, one bulk string) is whole.
+fn complete(answer: &[u8]) -> bool {
+    let Some(first_line_end) = answer.windows(2).position(|w| w == b"\r\n") else {
+        return false;
+    };
+    match answer.first() {
+        Some(b'$') => {
+            let len: i64 = std::str::from_utf8(&answer[1..first_line_end])
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            len < 0 || answer.len() >= first_line_end + 2 + len as usize + 2
+        }
+        _ => true,
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

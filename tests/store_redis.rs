@@ -1,0 +1,563 @@
+//! The Redis store through the conformance suite, each test on its own `redis-server`, plus what
+//! only a shared store has: several instances, revocations between them, losing and keeping the
+//! data across a restart, an outage.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use waitroom::clock::{ManualClock, Millis};
+use waitroom::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use waitroom::store::redis::{RedisOptions, RedisStore, TimeSource};
+use waitroom::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
+
+use common::conformance::limits;
+use common::redis_server::{RedisCluster, RedisServer};
+
+const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
+
+fn options(server: &RedisServer, room: &str, time: TimeSource) -> RedisOptions {
+    RedisOptions {
+        url: server.url(),
+        prefix: "wrtest:".into(),
+        room: room.into(),
+        connect_timeout: Duration::from_secs(2),
+        command_timeout: COMMAND_TIMEOUT,
+        time,
+        seed: 42,
+    }
+}
+
+async fn store(server: &RedisServer, room: &str, clock: &Arc<ManualClock>) -> RedisStore {
+    RedisStore::connect(options(server, room, TimeSource::Clock(clock.clone())))
+        .await
+        .unwrap()
+}
+
+/// A store with the server it runs on, for the conformance suite.
+struct Served {
+    store: RedisStore,
+    _server: RedisServer,
+}
+
+#[async_trait]
+impl Store for Served {
+    async fn admit_directly(&self, id: &str, l: &Limits) -> StoreResult<Option<Millis>> {
+        self.store.admit_directly(id, l).await
+    }
+    async fn admit_unconditionally(&self, id: &str, l: &Limits) -> StoreResult<Millis> {
+        self.store.admit_unconditionally(id, l).await
+    }
+    async fn join(&self, id: &str, t: Option<&TicketPlace>, l: &Limits) -> StoreResult<Joined> {
+        self.store.join(id, t, l).await
+    }
+    async fn poll(&self, id: &str, l: &Limits) -> StoreResult<PollOutcome> {
+        self.store.poll(id, l).await
+    }
+    async fn touch_pass(&self, id: &str, e: &str, l: &Limits) -> StoreResult<Option<Millis>> {
+        self.store.touch_pass(id, e, l).await
+    }
+    async fn end_pass(&self, id: &str, l: &Limits) -> StoreResult<bool> {
+        self.store.end_pass(id, l).await
+    }
+    async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
+        self.store.leave_queue(id).await
+    }
+    fn is_revoked(&self, id: &str) -> bool {
+        self.store.is_revoked(id)
+    }
+    async fn admission_round(&self, l: &Limits, fence: u64) -> StoreResult<RoundReport> {
+        self.store.admission_round(l, fence).await
+    }
+    async fn counts(&self) -> StoreResult<RoomCounts> {
+        self.store.counts().await
+    }
+    async fn lead(&self, instance: &str, ttl_ms: Millis) -> StoreResult<Option<u64>> {
+        self.store.lead(instance, ttl_ms).await
+    }
+    async fn resign(&self, instance: &str) -> StoreResult<()> {
+        self.store.resign(instance).await
+    }
+    async fn leader(&self) -> StoreResult<Option<String>> {
+        self.store.leader().await
+    }
+    async fn save_settings(&self, json: &str) -> StoreResult<u64> {
+        self.store.save_settings(json).await
+    }
+    async fn load_settings(&self) -> StoreResult<Option<SavedSettings>> {
+        self.store.load_settings().await
+    }
+    async fn epoch(&self) -> StoreResult<String> {
+        self.store.epoch().await
+    }
+    async fn ping(&self) -> StoreResult<()> {
+        self.store.ping().await
+    }
+}
+
+async fn make() -> (Served, Arc<ManualClock>) {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let store = store(&server, "conformance", &clock).await;
+    (
+        Served {
+            store,
+            _server: server,
+        },
+        clock,
+    )
+}
+
+store_conformance!(make);
+
+/// Retries until the store answers again (the first call after an outage may fail while the
+/// connection is re-established).
+async fn eventually<T, F: Future<Output = StoreResult<T>>>(mut f: impl FnMut() -> F) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("not yet: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("the store did not come back: {e}"),
+        }
+    }
+}
+
+fn waiting(outcome: PollOutcome) -> (u64, u64) {
+    match outcome {
+        PollOutcome::Waiting { position, queued } => (position, queued),
+        other => panic!("expected to wait, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_act_as_one_room() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let a = Arc::new(store(&server, "shared", &clock).await);
+    let b = Arc::new(store(&server, "shared", &clock).await);
+    let l = limits(25, 10_000);
+    let fence = a.lead("a", 10_000).await.unwrap().unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let l = l.clone();
+        tasks.push(tokio::spawn(async move {
+            let id = format!("v{i:03}");
+            if store.admit_directly(&id, &l).await.unwrap().is_none() {
+                store.join(&id, None, &l).await.unwrap();
+            }
+            if i % 10 == 0 {
+                store.admission_round(&l, fence).await.unwrap();
+            }
+            let _ = store.poll(&id, &l).await.unwrap();
+            if i % 7 == 0 {
+                store.end_pass(&id, &l).await.unwrap();
+            }
+            store.counts().await.unwrap().occupancy()
+        }));
+    }
+    for t in tasks {
+        let occupancy = t.await.unwrap();
+        assert!(occupancy <= 25, "{occupancy}");
+    }
+    b.admission_round(&l, fence).await.unwrap();
+    let (ca, cb) = (a.counts().await.unwrap(), b.counts().await.unwrap());
+    assert_eq!(ca, cb, "one room seen from both");
+    assert!(ca.occupancy() <= 25);
+
+    // Arrival order holds across instances.
+    let a = store(&server, "fifo", &clock).await;
+    let b = store(&server, "fifo", &clock).await;
+    let l = limits(5, 10_000);
+    for i in 0..20 {
+        let (this, other) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        let j = this.join(&format!("v{i:02}"), None, &l).await.unwrap();
+        assert_eq!(j.position, i + 1);
+        let seen = waiting(other.poll(&format!("v{i:02}"), &l).await.unwrap());
+        assert_eq!(seen, (i + 1, i + 1));
+    }
+    let fence = b.lead("b", 10_000).await.unwrap().unwrap();
+    assert_eq!(a.admission_round(&l, fence).await.unwrap().called, 5);
+    for i in 0..5 {
+        assert!(matches!(
+            b.poll(&format!("v{i:02}"), &l).await.unwrap(),
+            PollOutcome::Admitted { .. }
+        ));
+    }
+    assert_eq!(waiting(a.poll("v05", &l).await.unwrap()), (1, 15));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_on_one_instance_is_refused_by_the_others_within_a_second() {
+    let server = RedisServer::start();
+    let connect = || RedisStore::connect(options(&server, "revoke", TimeSource::Server));
+    let (a, b) = (connect().await.unwrap(), connect().await.unwrap());
+    let l = limits(10, 100);
+    a.admit_directly("x", &l).await.unwrap().unwrap();
+    assert!(!b.is_revoked("x"));
+    assert!(a.end_pass("x", &l).await.unwrap());
+    assert!(a.is_revoked("x"), "at once on the instance that ended it");
+    let started = Instant::now();
+    while !b.is_revoked("x") {
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "b still admits x"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    // A revocation whose message was missed (written straight into the set) is still picked up
+    // by the periodic reload.
+    let until = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 60_000)
+        .to_string();
+    server.command(&["ZADD", "wrtest:{revoke}:revoked", &until, "missed"]);
+    let started = Instant::now();
+    while !b.is_revoked("missed") {
+        assert!(
+            started.elapsed() < Duration::from_millis(1_500),
+            "reload missed it"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_of_two_instances_leads_and_the_other_takes_over_after_the_ttl() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let a = store(&server, "lead", &clock).await;
+    let b = store(&server, "lead", &clock).await;
+    let l = limits(1, 100);
+    let fa = a.lead("a", 3_000).await.unwrap().unwrap();
+    assert_eq!(b.lead("b", 3_000).await.unwrap(), None);
+    assert_eq!(b.leader().await.unwrap().as_deref(), Some("a"));
+    b.admission_round(&l, fa).await.unwrap();
+    clock.advance(Duration::from_millis(3_000));
+    let fb = b.lead("b", 3_000).await.unwrap().unwrap();
+    assert!(fb > fa);
+    assert_eq!(a.lead("a", 3_000).await.unwrap(), None);
+    assert_eq!(a.leader().await.unwrap().as_deref(), Some("b"));
+    assert!(matches!(
+        a.admission_round(&l, fa).await,
+        Err(StoreError::NotLeader(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_room_admits_at_once() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let a = store(&server, "new", &clock).await;
+    let l = limits(5, 100);
+    assert!(a.admit_directly("first", &l).await.unwrap().is_some());
+    let b = store(&server, "new", &clock).await;
+    b.join("w", None, &l).await.unwrap();
+    let fence = b.lead("b", 10_000).await.unwrap().unwrap();
+    assert_eq!(b.admission_round(&l, fence).await.unwrap().called, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_data_restores_places_and_passes_and_pauses_admission_for_a_session() {
+    let mut server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let a = store(&server, "lost", &clock).await;
+    let b = store(&server, "lost", &clock).await;
+    let l = limits(3, 100);
+    let pass_expiry = a.admit_directly("p", &l).await.unwrap().unwrap();
+    let early = a.join("early", None, &l).await.unwrap();
+    b.join("other", None, &l).await.unwrap();
+    let old_epoch = early.epoch.clone();
+    clock.advance(Duration::from_secs(1));
+
+    server.restart();
+
+    // The next call finds no epoch: a new one, the loss noted.
+    let late = eventually(|| b.join("late", None, &l)).await;
+    assert_ne!(late.epoch, old_epoch);
+    assert_eq!(late.position, 1, "everything else was lost");
+    let back = a
+        .join(
+            "early",
+            Some(&TicketPlace {
+                place: early.place,
+                epoch: old_epoch.clone(),
+            }),
+            &l,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (back.place, back.position, back.queued),
+        (early.place, 1, 2)
+    );
+    let touched = a.touch_pass("p", &old_epoch, &l).await.unwrap().unwrap();
+    assert!(touched > pass_expiry);
+    assert_eq!(a.counts().await.unwrap().passes, 1);
+
+    // Admissions pause for a session from the loss, on every instance.
+    let fence = a.lead("a", 120_000).await.unwrap().unwrap();
+    assert_eq!(b.admission_round(&l, fence).await.unwrap().called, 0);
+    a.leave_queue("early").await.unwrap();
+    a.leave_queue("late").await.unwrap();
+    assert_eq!(b.admit_directly("direct", &l).await.unwrap(), None);
+    clock.advance(Duration::from_secs(59));
+    a.touch_pass("p", &late.epoch, &l).await.unwrap().unwrap();
+    assert_eq!(a.admit_directly("direct", &l).await.unwrap(), None);
+    clock.advance(Duration::from_secs(1));
+    assert!(a.admit_directly("direct", &l).await.unwrap().is_some());
+    b.join("after", None, &l).await.unwrap();
+    assert_eq!(b.admission_round(&l, fence).await.unwrap().called, 1);
+    assert_eq!(b.counts().await.unwrap().occupancy(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_that_connects_after_a_loss_also_pauses_once_another_notices() {
+    let mut server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let old = store(&server, "late", &clock).await;
+    let l = limits(3, 100);
+    old.join("w", None, &l).await.unwrap();
+    server.restart();
+    // A new instance cannot tell a loss from a new room...
+    let fresh = store(&server, "late", &clock).await;
+    fresh.join("x", None, &l).await.unwrap();
+    // ...until one that saw the old epoch comes by: the pause counts from the new epoch's birth.
+    eventually(|| old.counts()).await;
+    let fence = fresh.lead("fresh", 120_000).await.unwrap().unwrap();
+    assert_eq!(fresh.admission_round(&l, fence).await.unwrap().called, 0);
+    clock.advance(Duration::from_secs(60));
+    fresh.poll("x", &l).await.unwrap();
+    assert_eq!(fresh.admission_round(&l, fence).await.unwrap().called, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_with_the_data_keeps_places_and_admits_at_once() {
+    let mut server = RedisServer::start_persistent();
+    let clock = ManualClock::starting_now();
+    let a = store(&server, "kept", &clock).await;
+    let l = limits(2, 100);
+    a.admit_directly("p", &l).await.unwrap().unwrap();
+    let w1 = a.join("w1", None, &l).await.unwrap();
+    let w2 = a.join("w2", None, &l).await.unwrap();
+    let fence = a.lead("a", 60_000).await.unwrap().unwrap();
+
+    server.restart();
+
+    let again = eventually(|| a.join("w2", None, &l)).await;
+    assert_eq!(again, w2);
+    assert_eq!(waiting(a.poll("w1", &l).await.unwrap()), (1, 2));
+    assert!(a.touch_pass("p", &w1.epoch, &l).await.unwrap().is_some());
+    assert_eq!(a.admission_round(&l, fence).await.unwrap().called, 1);
+    assert!(matches!(
+        a.poll("w1", &l).await.unwrap(),
+        PollOutcome::Admitted { .. }
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_fails_fast_and_the_same_store_recovers() {
+    let mut server = RedisServer::start_persistent();
+    let clock = ManualClock::starting_now();
+    let a = store(&server, "outage", &clock).await;
+    let l = limits(2, 100);
+    a.admit_directly("p", &l).await.unwrap().unwrap();
+    a.end_pass("p", &l).await.unwrap();
+    a.join("w", None, &l).await.unwrap();
+
+    server.kill();
+
+    for _ in 0..3 {
+        let started = Instant::now();
+        let polled = a.poll("w", &l).await;
+        assert!(
+            matches!(polled, Err(StoreError::Unavailable(_))),
+            "{polled:?}"
+        );
+        assert!(
+            started.elapsed() < COMMAND_TIMEOUT + Duration::from_millis(250),
+            "took {:?}",
+            started.elapsed()
+        );
+        let started = Instant::now();
+        assert!(matches!(a.ping().await, Err(StoreError::Unavailable(_))));
+        assert!(matches!(a.counts().await, Err(StoreError::Unavailable(_))));
+        assert!(started.elapsed() < 2 * COMMAND_TIMEOUT + Duration::from_millis(250));
+    }
+    assert!(a.is_revoked("p"), "revocations are still refused locally");
+
+    server.restart();
+
+    eventually(|| a.ping()).await;
+    assert_eq!(waiting(a.poll("w", &l).await.unwrap()), (1, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_data_is_reported_as_corrupt() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let l = limits(1, 100);
+    let a = store(&server, "wrongtype", &clock).await;
+    server.command(&["SET", "wrtest:{wrongtype}:queue", "not a sorted set"]);
+    let joined = a.join("v", None, &l).await;
+    assert!(matches!(joined, Err(StoreError::Corrupt(_))), "{joined:?}");
+
+    let b = store(&server, "garbage", &clock).await;
+    server.command(&["RPUSH", "wrtest:{garbage}:recent", "garbage"]);
+    let counts = b.counts().await;
+    assert!(matches!(counts, Err(StoreError::Corrupt(_))), "{counts:?}");
+}
+
+/// Run with `cargo test --release --test store_redis -- --ignored --nocapture measure`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check"]
+async fn measure_commands_per_poll_and_bytes_per_waiting_visitor() {
+    fn stat(info: &str, field: &str) -> u64 {
+        info.lines()
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+    fn calls(info: &str) -> (u64, u64) {
+        let mut total = 0;
+        let mut evalsha = 0;
+        for line in info.lines().filter(|l| l.starts_with("cmdstat_")) {
+            let n: u64 = line
+                .split_once("calls=")
+                .and_then(|(_, rest)| rest.split(',').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            total += n;
+            if line.starts_with("cmdstat_evalsha:") {
+                evalsha = n;
+            }
+        }
+        (total, evalsha)
+    }
+    let id = |i: u64| {
+        format!(
+            "{:032x}",
+            u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c)
+        )
+    };
+
+    let server = RedisServer::start();
+    let store = Arc::new(
+        RedisStore::connect(options(&server, "measure", TimeSource::Server))
+            .await
+            .unwrap(),
+    );
+    let l = limits(10, 100);
+    for i in 0..1_000 {
+        store.join(&id(i), None, &l).await.unwrap();
+    }
+    let polls = 10_000;
+    server.command(&["CONFIG", "RESETSTAT"]);
+    for i in 0..polls {
+        waiting(store.poll(&id(i % 1_000), &l).await.unwrap());
+    }
+    let (total, evalsha) = calls(&server.command(&["INFO", "commandstats"]));
+    println!(
+        "per poll of a waiting visitor: {:.2} EVALSHA, {:.2} Redis commands in all (Lua's included)",
+        evalsha as f64 / polls as f64,
+        total as f64 / polls as f64
+    );
+
+    let visitors = 100_000u64;
+    let room = Arc::new(
+        RedisStore::connect(options(&server, "memory", TimeSource::Server))
+            .await
+            .unwrap(),
+    );
+    room.counts().await.unwrap();
+    let before = stat(&server.command(&["INFO", "memory"]), "used_memory");
+    let workers = 16;
+    let mut tasks = Vec::new();
+    for w in 0..workers {
+        let room = room.clone();
+        let l = l.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..visitors).step_by(workers as usize) {
+                room.join(&id(1_000_000 + i), None, &l).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(room.counts().await.unwrap().queued, visitors);
+    let after = stat(&server.command(&["INFO", "memory"]), "used_memory");
+    println!(
+        "per waiting visitor (32-character id): {} bytes of Redis memory ({} visitors, {} -> {} bytes)",
+        (after - before) / visitors,
+        visitors,
+        before,
+        after
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cluster_passes_the_conformance_checks() {
+    use common::conformance as c;
+    let cluster = RedisCluster::start(3);
+    let connect = |room: &str, clock: &Arc<ManualClock>| {
+        let mut o = RedisOptions::new(cluster.url(), room);
+        o.time = TimeSource::Clock(clock.clone());
+        o.command_timeout = Duration::from_secs(2);
+        RedisStore::connect(o)
+    };
+    macro_rules! check {
+        ($($name:ident),+) => {$(
+            let clock = ManualClock::starting_now();
+            let store = connect(stringify!($name), &clock).await.unwrap();
+            c::$name(store, clock).await;
+        )+};
+    }
+    check!(
+        direct_admission_until_full,
+        joining_is_idempotent_and_positions_are_exact,
+        fifo_rounds_call_in_order_and_the_claim_is_a_pass,
+        the_rate_is_held,
+        waiters_who_stop_polling_drop_out,
+        a_called_visitor_who_never_claims_frees_the_slot,
+        passes_slide_expire_and_heal_capacity,
+        ending_a_pass_frees_the_slot_and_refuses_it,
+        ending_a_waiting_visitor_leaves_the_line_whole,
+        a_ticket_from_another_epoch_gets_its_place_back,
+        a_pass_from_another_epoch_registers_again,
+        one_leader_at_a_time_with_fencing,
+        settings_are_versioned,
+        capacity_holds_under_concurrent_admissions
+    );
+
+    // Revocations reach the other instances whichever node holds the room.
+    for room in ["r1", "r2", "r3", "r4"] {
+        let clock = ManualClock::starting_now();
+        let (a, b) = (
+            connect(room, &clock).await.unwrap(),
+            connect(room, &clock).await.unwrap(),
+        );
+        let l = limits(5, 100);
+        a.admit_directly("x", &l).await.unwrap().unwrap();
+        a.end_pass("x", &l).await.unwrap();
+        let started = Instant::now();
+        while !b.is_revoked("x") {
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "{room}: b still admits x"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
