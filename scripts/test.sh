@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test waitroom has, as CI runs them: formatting, lints, the shipped configs checked by the
-# binary itself, then the unit, integration and Redis tests (which start their own redis-server
-# processes on free ports). One debug build serves all of it.
+# binary itself, the unit, integration and Redis tests (which start their own redis-server
+# processes on free ports), then the browser tests in headless Chromium. One debug build serves
+# all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -15,3 +16,4 @@ for config in config/*.toml; do
     target/debug/waitroom-proxy --config "$config" --test >/dev/null
 done
 cargo test --locked --all-targets
+WAITROOM_BIN="$PWD/target/debug/waitroom-proxy" e2e/run.sh

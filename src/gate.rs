@@ -650,6 +650,14 @@ impl Gate {
     pub async fn watch(&self, req: &RequestView<'_>) -> (StatusBody, bool) {
         let settings = self.settings();
         let now = self.clock.now_ms();
+        // A room switched live while the visitor waits: end the stream, the page reloads into
+        // what it now gets.
+        if settings.suspended || settings.queueing_method == QueueingMethod::Passthrough {
+            return (StatusBody::new(&settings, Standing::Gone, now), true);
+        }
+        if settings.queueing_method == QueueingMethod::Reject {
+            return (StatusBody::new(&settings, Standing::Closed, now), true);
+        }
         let standing = match self.token(req) {
             Some(Token::Pass(p)) if !self.store.is_revoked(&p.id) => Standing::Admitted,
             Some(Token::Ticket(t)) => {
