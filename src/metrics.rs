@@ -21,6 +21,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    const ALL: [Outcome; 6] = [
+        Outcome::Passed,
+        Outcome::Admitted,
+        Outcome::Queued,
+        Outcome::Bypassed,
+        Outcome::Rejected,
+        Outcome::Unprotected,
+    ];
+
     fn label(self) -> &'static str {
         match self {
             Outcome::Passed => "passed",
@@ -44,7 +53,8 @@ pub struct Metrics {
     pub expired: IntCounter,
     pub no_shows: IntCounter,
     pub wait_seconds: Histogram,
-    requests: IntCounterVec,
+    /// One counter per outcome, resolved once: no label hashing per request.
+    requests: [IntCounter; 6],
     upstream_errors: IntCounterVec,
     pub store_errors: IntCounter,
     pub store_up: IntGauge,
@@ -120,11 +130,14 @@ impl Metrics {
                 "Called visitors who never claimed their admission (counted by the leader)",
             ),
             wait_seconds,
-            requests: counter_vec(
-                "waitroom_requests_total",
-                "Requests on the protected route by outcome",
-                "outcome",
-            ),
+            requests: {
+                let by_outcome = counter_vec(
+                    "waitroom_requests_total",
+                    "Requests on the protected route by outcome",
+                    "outcome",
+                );
+                Outcome::ALL.map(|o| by_outcome.with_label_values(&[o.label()]))
+            },
             upstream_errors: counter_vec(
                 "waitroom_upstream_errors_total",
                 "Requests the origin failed (connect, timeout, other)",
@@ -147,7 +160,7 @@ impl Metrics {
     }
 
     pub fn request(&self, outcome: Outcome) {
-        self.requests.with_label_values(&[outcome.label()]).inc();
+        self.requests[outcome as usize].inc();
     }
 
     pub fn upstream_error(&self, kind: &str) {
