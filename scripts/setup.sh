@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing waitroom needs on a Debian machine, only what is missing:
 # cmake (pingora-core builds zlib-ng with it), redis-server (the Redis tests start their own) and
-# openssl (the rediss:// test makes its certificates with it).
+# openssl (the rediss:// test makes its certificates with it), Node.js (browser tests; e2e/run.sh
+# installs Chromium and its own node packages).
 set -euo pipefail
 
 missing=()
@@ -9,6 +10,7 @@ command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   sudo_cmd=""

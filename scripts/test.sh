@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test waitroom has, as CI runs them: formatting, lints, the shipped configs checked by the
-# binary itself, then the unit, integration and Redis tests (which start their own redis-server
-# processes on free ports). One debug build serves all of it.
+# binary itself, the unit, integration and Redis tests (which start their own redis-server
+# processes on free ports), the browser tests in headless Chromium, and the k6 flash crowds.
+# One debug build serves all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -15,3 +16,8 @@ for config in config/*.toml; do
     target/debug/waitroom-proxy --config "$config" --test >/dev/null
 done
 cargo test --locked --all-targets
+WAITROOM_BIN="$PWD/target/debug/waitroom-proxy" e2e/run.sh
+# A short flash crowd under k6 (a few hundred visitors, under a minute each): one proxy on the
+# memory store, then two proxies sharing one Redis. Any failed threshold fails the run.
+load/flashcrowd.sh memory
+load/flashcrowd.sh redis

@@ -15,7 +15,7 @@ use crate::clock::Millis;
 use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
-use crate::gate::Gate;
+use crate::gate::{Gate, RoomView};
 use crate::store::StoreError;
 
 pub struct AdmissionLoop {
@@ -115,7 +115,21 @@ impl AdmissionLoop {
 
     async fn observe(&self) -> Result<(), StoreError> {
         self.gate.set_epoch(&self.gate.store.epoch().await?);
+        let polled = self.gate.take_polled();
+        let limits = self.gate.settings().limits();
+        let called = match self.gate.store.keep_alive(&polled, &limits).await {
+            Ok(called) => called,
+            Err(e) => {
+                self.gate.return_polled(polled);
+                return Err(e);
+            }
+        };
         let counts = self.gate.store.counts().await?;
+        self.gate.set_view(RoomView {
+            admitted_total: counts.admitted_total,
+            queued: counts.queued,
+            called: called.into_iter().collect(),
+        });
         let m = &self.gate.metrics;
         let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         m.occupancy.set(gauge(counts.occupancy()));

@@ -1,8 +1,9 @@
 //! The per-request decision: forward (valid pass, or admitted now), or answer with the waiting
 //! page, the JSON status or the closed page. No Pingora types here, so it is tested directly.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
@@ -19,7 +20,7 @@ use crate::reply::Reply;
 use crate::route::Route;
 use crate::status::{Standing, StatusBody};
 use crate::store::{Store, StoreError, TicketPlace};
-use crate::token::{Pass, SignError, Signer, Ticket, Token, new_visitor_id};
+use crate::token::{Pass, Sighting, SignError, Signer, Ticket, Token, new_visitor_id};
 
 /// Paths under this prefix are the proxy's own and never reach the origin.
 pub const RESERVED_PREFIX: &str = "/__waitroom/";
@@ -104,7 +105,27 @@ pub struct Gate {
     store_ok: AtomicBool,
     /// Epoch of the store as last seen, for tickets issued while the store is unreachable.
     last_epoch: ArcSwap<String>,
+    /// When this instance first saw that epoch: for an `abandon_after` after it, tickets from
+    /// before may still come back and take their old places ahead of others, so every poll is
+    /// looked up exactly.
+    epoch_seen_at: AtomicI64,
+    /// The room as the admission loop last saw it: answers most polls without the store.
+    view: ArcSwap<RoomView>,
+    /// Waiting visitors seen polling since the loop's last keep-alive batch.
+    polled: Mutex<HashSet<String>>,
 }
+
+/// What the poll path needs to know of the whole room, refreshed every loop tick.
+#[derive(Debug, Default)]
+pub struct RoomView {
+    pub admitted_total: u64,
+    pub queued: u64,
+    pub called: HashSet<String>,
+}
+
+/// An exact look-up at least this often per visitor (capped by half of `abandon_after`), so the
+/// estimated position never drifts for long.
+const EXACT_POLL_EVERY_MS: Millis = 120_000;
 
 impl Gate {
     pub fn new(
@@ -127,6 +148,9 @@ impl Gate {
             rate_bits: AtomicU64::new(f64::NAN.to_bits()),
             store_ok: AtomicBool::new(true),
             last_epoch: ArcSwap::from_pointee(String::new()),
+            epoch_seen_at: AtomicI64::new(0),
+            view: ArcSwap::from_pointee(RoomView::default()),
+            polled: Mutex::new(HashSet::new()),
         })
     }
 
@@ -166,10 +190,65 @@ impl Gate {
         self.metrics.store_up.set(i64::from(ok));
     }
 
+    pub fn set_view(&self, view: RoomView) {
+        self.view.store(Arc::new(view));
+    }
+
+    /// The visitors to keep alive in the store, handed over to the admission loop.
+    pub fn take_polled(&self) -> Vec<String> {
+        let mut polled = self.polled.lock().unwrap_or_else(|p| p.into_inner());
+        polled.drain().collect()
+    }
+
+    /// Gives back a batch the store could not take, so nobody is dropped for an outage.
+    pub fn return_polled(&self, ids: Vec<String>) {
+        let mut polled = self.polled.lock().unwrap_or_else(|p| p.into_inner());
+        polled.extend(ids);
+    }
+
+    /// A poll answered from the ticket and the room view, when that is as good as asking the
+    /// store: the visitor was seen recently in this epoch, is not called, and the store is up.
+    /// Position = last exact position minus admissions since; only visitors who gave up ahead
+    /// make it an over-estimate, corrected at the next exact look-up.
+    fn estimated_position(&self, ticket: &Ticket, settings: &RoomSettings) -> Option<(u64, u64)> {
+        let seen = ticket.seen;
+        let now = self.clock.now_ms();
+        let abandon_after = settings.limits().abandon_after_ms;
+        let exact_every = EXACT_POLL_EVERY_MS.min(abandon_after / 2);
+        let view = self.view.load();
+        let settled = now - self.epoch_seen_at.load(Ordering::Relaxed) >= abandon_after;
+        let fresh = settled
+            && seen.at > 0
+            && now - seen.at < exact_every
+            && self.store_ok()
+            && ticket.epoch == **self.last_epoch.load()
+            && !view.called.contains(&ticket.id);
+        if !fresh {
+            return None;
+        }
+        let admitted_since = view.admitted_total.saturating_sub(seen.admitted_total);
+        let position = seen.position.saturating_sub(admitted_since).max(1);
+        self.polled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(ticket.id.clone());
+        Some((position, view.queued.max(position)))
+    }
+
+    fn sighting(&self, position: u64) -> Sighting {
+        Sighting {
+            position,
+            admitted_total: self.view.load().admitted_total,
+            at: self.clock.now_ms(),
+        }
+    }
+
     /// Remembers the store's epoch (the admission loop refreshes it every tick).
     pub fn set_epoch(&self, epoch: &str) {
         if **self.last_epoch.load() != epoch {
             self.last_epoch.store(Arc::new(epoch.to_owned()));
+            self.epoch_seen_at
+                .store(self.clock.now_ms(), Ordering::Relaxed);
         }
     }
 
@@ -276,6 +355,9 @@ impl Gate {
             }
             QueueingMethod::Fifo | QueueingMethod::Random => {}
         }
+        if let Some((position, queued)) = self.estimated_position(&ticket, settings) {
+            return self.waiting(settings, req, ticket, Some(position), queued);
+        }
         let polled = self.store.poll(&ticket.id, &settings.limits()).await;
         self.note_store(&polled);
         match polled {
@@ -290,6 +372,10 @@ impl Gate {
                 self.admitted(&ticket.id, &ticket.epoch, expires_at)
             }
             Ok(PollOutcome::Waiting { position, queued }) => {
+                let ticket = Ticket {
+                    seen: self.sighting(position),
+                    ..ticket
+                };
                 self.waiting(settings, req, ticket, Some(position), queued)
             }
             Ok(PollOutcome::Unknown) => {
@@ -355,6 +441,7 @@ impl Gate {
                     initial_position: restore
                         .as_ref()
                         .map_or(joined.position, |_| joined.position.max(1)),
+                    seen: self.sighting(joined.position),
                     expires_at: 0,
                 };
                 self.waiting(settings, req, ticket, Some(joined.position), joined.queued)
@@ -381,6 +468,7 @@ impl Gate {
                     place: restore.map_or(self.clock.now_ms().saturating_mul(1000), |r| r.place),
                     epoch: "offline".into(),
                     initial_position: 0,
+                    seen: Sighting::default(),
                     expires_at: 0,
                 };
                 self.waiting(settings, req, ticket, None, 0)
@@ -592,9 +680,20 @@ impl Gate {
     pub async fn watch(&self, req: &RequestView<'_>) -> (StatusBody, bool) {
         let settings = self.settings();
         let now = self.clock.now_ms();
+        // A room switched live while the visitor waits: end the stream, the page reloads into
+        // what it now gets.
+        if settings.suspended || settings.queueing_method == QueueingMethod::Passthrough {
+            return (StatusBody::new(&settings, Standing::Gone, now), true);
+        }
+        if settings.queueing_method == QueueingMethod::Reject {
+            return (StatusBody::new(&settings, Standing::Closed, now), true);
+        }
         let standing = match self.token(req) {
             Some(Token::Pass(p)) if !self.store.is_revoked(&p.id) => Standing::Admitted,
             Some(Token::Ticket(t)) => {
+                if let Some((position, queued)) = self.estimated_position(&t, &settings) {
+                    return (self.status_body(&settings, Some(position), queued), false);
+                }
                 let polled = self.store.poll(&t.id, &settings.limits()).await;
                 self.note_store(&polled);
                 match polled {

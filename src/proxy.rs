@@ -132,7 +132,7 @@ impl WaitroomProxy {
             .write_response_header(Box::new(header), false)
             .await?;
         let started = tokio::time::Instant::now();
-        let mut last = String::new();
+        let mut last = None;
         loop {
             let req = session.req_header();
             let cookie = cookies(req);
@@ -143,13 +143,14 @@ impl WaitroomProxy {
                 ..RequestView::default()
             };
             let (body, done) = self.gate.watch(&view).await;
-            let json = serde_json::to_string(&body).unwrap_or_default();
-            if json != last {
+            let fingerprint = Some(body.fingerprint());
+            if fingerprint != last {
+                let json = serde_json::to_string(&body).unwrap_or_default();
                 let event = format!("data: {json}\n\n");
                 session
                     .write_response_body(Some(Bytes::from(event)), false)
                     .await?;
-                last = json;
+                last = fingerprint;
             }
             if done || started.elapsed() > EVENTS_MAX {
                 break;

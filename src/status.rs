@@ -82,6 +82,19 @@ pub fn wait_text(estimate: &WaitEstimate) -> String {
 }
 
 impl StatusBody {
+    /// What a visitor would notice changing: everything but the time stamp.
+    pub fn fingerprint(&self) -> (bool, bool, u64, Option<u64>, u64, bool, Option<u64>) {
+        (
+            self.cf.in_waiting_room,
+            self.cf.is_reject_queue,
+            self.cf.wait_time,
+            self.waitroom.position,
+            self.waitroom.queued,
+            self.waitroom.admitted,
+            self.waitroom.eta_seconds,
+        )
+    }
+
     pub fn new(settings: &RoomSettings, standing: Standing, now: Millis) -> Self {
         let method = settings.queueing_method;
         let (in_waiting_room, position, queued, estimate) = match standing {

@@ -19,7 +19,17 @@ pub struct Ticket {
     pub epoch: String,
     /// Position when the visitor joined, for the progress bar.
     pub initial_position: u64,
+    /// The last exact look-up: position, the room's admissions so far, and when. Polls in
+    /// between are answered from these without asking the store.
+    pub seen: Sighting,
     pub expires_at: Millis,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sighting {
+    pub position: u64,
+    pub admitted_total: u64,
+    pub at: Millis,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +61,12 @@ struct Claims {
     pl: Place,
     #[serde(default, skip_serializing_if = "is_zero")]
     p0: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    sp: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    sa: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    st: Millis,
     #[serde(default, skip_serializing_if = "is_zero")]
     adm: Millis,
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -103,6 +119,9 @@ impl Signer {
             xms: t.expires_at,
             pl: t.place,
             p0: i64::try_from(t.initial_position).unwrap_or(i64::MAX),
+            sp: i64::try_from(t.seen.position).unwrap_or(i64::MAX),
+            sa: i64::try_from(t.seen.admitted_total).unwrap_or(i64::MAX),
+            st: t.seen.at,
             adm: 0,
             ren: 0,
         })
@@ -118,6 +137,9 @@ impl Signer {
             xms: p.expires_at,
             pl: 0,
             p0: 0,
+            sp: 0,
+            sa: 0,
+            st: 0,
             adm: p.admitted_at,
             ren: p.renewed_at,
         })
@@ -141,6 +163,11 @@ impl Signer {
                 place: claims.pl,
                 epoch: claims.ep,
                 initial_position: u64::try_from(claims.p0).unwrap_or(0),
+                seen: Sighting {
+                    position: u64::try_from(claims.sp).unwrap_or(0),
+                    admitted_total: u64::try_from(claims.sa).unwrap_or(0),
+                    at: claims.st,
+                },
                 expires_at: claims.xms,
             })),
             "pass" => Some(Token::Pass(Pass {
@@ -186,6 +213,11 @@ mod tests {
             place: 1_700_000_000_000_123,
             epoch: "e".into(),
             initial_position: 42,
+            seen: Sighting {
+                position: 40,
+                admitted_total: 1234,
+                at: 8_000,
+            },
             expires_at: 9_000,
         };
         let raw = s.sign_ticket(&t).unwrap_or_default();

@@ -489,3 +489,49 @@ async fn a_redis_outage_is_survived_closed_or_open_and_recovered_without_restart
     );
     assert!(inside.get("/").await.reached_origin());
 }
+
+/// Calls of one command in Redis's INFO commandstats.
+fn calls(redis: &RedisServer, command: &str) -> u64 {
+    let info = redis.command(&["INFO", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polls_rarely_reach_redis() {
+    let redis = RedisServer::start();
+    // A slow loop, so that what is counted is the poll path alone.
+    let proxy = instances(
+        1,
+        &redis,
+        "total_active_users = 1\nnew_users_per_minute = 100\nadmission_interval = \"1h\"\nabandon_after = \"6s\"",
+        "",
+    )
+    .remove(0);
+    // For an abandon_after after a store epoch first appears every poll is exact (returning
+    // tickets may still take places ahead); the cheap path is for the steady state after.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let mut inside = proxy.visitor();
+    assert!(inside.get("/").await.reached_origin());
+    let mut line = Vec::new();
+    for _ in 0..50 {
+        let mut v = proxy.visitor();
+        v.get("/").await;
+        line.push(v);
+    }
+    let before = calls(&redis, "evalsha") + calls(&redis, "eval");
+    let mut polls = 0;
+    for _ in 0..10 {
+        for (i, v) in line.iter_mut().enumerate() {
+            let status = v.get_json("/").await.json();
+            assert_eq!(status["waitroom"]["position"], i + 1);
+            polls += 1;
+        }
+    }
+    let scripts = calls(&redis, "evalsha") + calls(&redis, "eval") - before;
+    let per_poll = scripts as f64 / polls as f64;
+    assert!(per_poll <= 0.2, "{scripts} script calls for {polls} polls");
+}

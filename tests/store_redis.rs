@@ -94,6 +94,9 @@ impl Store for Served {
     async fn epoch(&self) -> StoreResult<String> {
         self.store.epoch().await
     }
+    async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {
+        self.store.keep_alive(ids, limits).await
+    }
     async fn ping(&self) -> StoreResult<()> {
         self.store.ping().await
     }

@@ -40,6 +40,10 @@ impl ExpiringSet {
         Some(old)
     }
 
+    pub fn ids(&self) -> Vec<String> {
+        self.deadlines.keys().cloned().collect()
+    }
+
     /// Removes and returns every id whose deadline is at or before `now`.
     pub fn take_expired(&mut self, now: Millis) -> Vec<String> {
         let mut expired = Vec::new();

@@ -256,6 +256,16 @@ impl RoomState {
         }
     }
 
+    /// Slides the heartbeat of the given visitors that still wait, and lists who is called.
+    pub fn keep_alive(&mut self, ids: &[String], limits: &Limits, now: Millis) -> Vec<String> {
+        for id in ids {
+            if self.heartbeats.contains(id) {
+                self.heartbeats.set(id, now + limits.abandon_after_ms);
+            }
+        }
+        self.called.ids()
+    }
+
     /// Moves a live pass's expiry (a sliding session). False when the pass is gone. With
     /// `register_again`, a pass this state never saw (it was lost with the data) comes back.
     pub fn touch_pass(&mut self, id: &str, expires_at: Millis, register_again: bool) -> bool {

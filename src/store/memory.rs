@@ -113,6 +113,10 @@ impl Store for MemoryStore {
         Ok(self.with(|s, _| s.room.leave_queue(id)))
     }
 
+    async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {
+        Ok(self.with(|s, now| s.room.keep_alive(ids, limits, now)))
+    }
+
     fn is_revoked(&self, id: &str) -> bool {
         self.with(|s, _| s.room.is_revoked(id))
     }

@@ -84,6 +84,11 @@ pub trait Store: Send + Sync + 'static {
     /// Gives up a place in line.
     async fn leave_queue(&self, id: &str) -> StoreResult<bool>;
 
+    /// The poll path's batch, once per admission-loop tick: slides the heartbeat of these
+    /// visitors (those still waiting) and answers who is called now. Polls between two exact
+    /// `poll`s then need no store call at all.
+    async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>>;
+
     /// Local answer, no round trip: has this pass been ended?
     fn is_revoked(&self, id: &str) -> bool;
 

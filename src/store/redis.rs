@@ -117,6 +117,7 @@ struct Scripts {
     leader: Script,
     save_settings: Script,
     load_settings: Script,
+    keep_alive: Script,
 }
 
 impl Scripts {
@@ -136,6 +137,7 @@ impl Scripts {
             leader: room_script!("leader.lua"),
             save_settings: room_script!("save_settings.lua"),
             load_settings: room_script!("load_settings.lua"),
+            keep_alive: room_script!("keep_alive.lua"),
         }
     }
 }
@@ -227,6 +229,11 @@ impl Reply {
     fn string(&mut self) -> StoreResult<String> {
         let value = self.next()?;
         text(self.script, value)
+    }
+
+    fn rest_strings(self) -> StoreResult<Vec<String>> {
+        let script = self.script;
+        self.items.map(|v| text(script, v)).collect()
     }
 }
 
@@ -803,6 +810,15 @@ impl Store for RedisStore {
         } else {
             None
         })
+    }
+
+    async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {
+        let mut inv = self.invocation(&self.scripts.keep_alive, Some(limits));
+        for id in ids {
+            inv.arg(id);
+        }
+        let (r, _) = self.call("keep_alive", &inv).await?;
+        r.rest_strings()
     }
 
     async fn epoch(&self) -> StoreResult<String> {

@@ -291,6 +291,39 @@ pub async fn a_pass_from_another_epoch_registers_again<S: Store>(
     );
 }
 
+pub async fn keep_alive_slides_heartbeats_and_lists_the_called<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let l = Limits {
+        abandon_after_ms: 30_000,
+        ..limits(1, 100)
+    };
+    for id in ["a", "b", "c"] {
+        store.join(id, None, &l).await.unwrap();
+    }
+    let fence = lead(&store).await;
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 1);
+    clock.advance(Duration::from_secs(20));
+    let ids: Vec<String> = ["a", "b", "nobody"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        store.keep_alive(&ids, &l).await.unwrap(),
+        vec!["a".to_owned()]
+    );
+    clock.advance(Duration::from_secs(15));
+    let fence = lead(&store).await;
+    let report = store.admission_round(&l, fence).await.unwrap();
+    assert_eq!(report.abandoned, 1, "only c, who was not kept alive");
+    assert_eq!(waiting(store.poll("b", &l).await.unwrap()), (1, 1));
+    assert!(matches!(
+        store.poll("a", &l).await.unwrap(),
+        PollOutcome::Admitted { .. }
+    ));
+    assert!(store.keep_alive(&[], &l).await.unwrap().is_empty());
+    let many: Vec<String> = (0..2500).map(|i| format!("x{i}")).collect();
+    store.keep_alive(&many, &l).await.unwrap();
+}
+
 pub async fn one_leader_at_a_time_with_fencing<S: Store>(store: S, clock: Arc<ManualClock>) {
     let l = limits(1, 100);
     let a = store.lead("a", 5_000).await.unwrap().expect("a leads");
@@ -386,6 +419,7 @@ macro_rules! store_conformance {
             ending_a_waiting_visitor_leaves_the_line_whole,
             a_ticket_from_another_epoch_gets_its_place_back,
             a_pass_from_another_epoch_registers_again,
+            keep_alive_slides_heartbeats_and_lists_the_called,
             one_leader_at_a_time_with_fencing,
             settings_are_versioned,
             capacity_holds_under_concurrent_admissions

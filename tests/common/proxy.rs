@@ -43,6 +43,12 @@ pub struct TestProxy {
 /// A config for the test proxy: `room` is extra TOML lines for the [room] section, `rest` extra
 /// sections after it.
 pub fn config_text(listen: u16, admin: u16, origin: SocketAddr, room: &str, rest: &str) -> String {
+    let mut defaults = String::new();
+    for (key, value) in [("admission_interval", "20ms"), ("refresh_interval", "2s")] {
+        if !room.contains(key) {
+            defaults.push_str(&format!("{key} = \"{value}\"\n"));
+        }
+    }
     format!(
         r#"
 [listen]
@@ -57,9 +63,7 @@ read_timeout = "1s"
 [room]
 id = "test-room"
 name = "Test drop"
-admission_interval = "20ms"
-refresh_interval = "2s"
-{room}
+{defaults}{room}
 
 [pass]
 secret = "{SECRET}"

@@ -1,0 +1,591 @@
+//! Sizing a room from a capacity test: `waitroom-proxy calibrate --summary FILE`.
+//!
+//! `load/k6-capacity.js` ramps load on the real site in stages and writes a JSON summary with a
+//! `stages` array (see the header of that script). The *knee* is the highest stage that stays
+//! inside the latency budget (p99) and the error budget, with every earlier stage inside too.
+//! From it:
+//!
+//! - `total_active_users` = knee × (1 − margin), rounded down: the knee is where the site starts
+//!   to break, so the room keeps a safety margin below it (30-40 %; default 35 %);
+//! - `new_users_per_minute` ≈ `total_active_users` ÷ session minutes (Little's law: people inside
+//!   = arrival rate × time each stays), rounded to the nearest whole visitor, at least 1.
+//!
+//! Pure functions: the caller reads the file and prints the result.
+
+use serde_json::Value;
+
+/// Safety margin below the knee when none is given.
+pub const DEFAULT_MARGIN: f64 = 0.35;
+/// Session length (minutes) assumed when none is given: the room's default `session_duration`.
+pub const DEFAULT_SESSION_MINUTES: f64 = 5.0;
+/// Latency budget when the summary does not say (k6-capacity.js's default `P99_BUDGET_MS`).
+pub const DEFAULT_P99_BUDGET_MS: f64 = 500.0;
+/// Error budget when the summary does not say (k6-capacity.js's default `MAX_ERROR_RATE`).
+pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.01;
+
+/// Rounding guard: 10 × (1 − 0.3) is 6.999… in floating point and must floor to 7.
+const EPSILON: f64 = 1e-9;
+
+/// The proposed room settings and how they were derived.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    /// VUs of the knee stage (concurrent users the site held within budget).
+    pub knee_vus: u64,
+    pub total_active_users: u64,
+    pub new_users_per_minute: u64,
+    /// Several lines of plain text, for a person: the knee, the margin, Little's law.
+    pub explanation: String,
+}
+
+impl Proposal {
+    /// The two `[room]` lines for the config file.
+    pub fn room_toml(&self) -> String {
+        format!(
+            "[room]\ntotal_active_users = {}\nnew_users_per_minute = {}\n",
+            self.total_active_users, self.new_users_per_minute
+        )
+    }
+
+    /// The same as a body for `PUT /admin/config` (live change).
+    pub fn admin_patch(&self) -> Value {
+        serde_json::json!({
+            "total_active_users": self.total_active_users,
+            "new_users_per_minute": self.new_users_per_minute,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CalibrateError {
+    #[error("margin must be at least 0 and below 1 (0.35 = 35 %), got {0}")]
+    InvalidMargin(f64),
+    #[error("session must be a positive number of minutes, got {0}")]
+    InvalidSession(f64),
+    #[error("not a load/k6-capacity.js summary: {0}")]
+    Malformed(String),
+    #[error(
+        "no stage passed (p99 < {budget_ms} ms and error rate < {max_error_rate}): {first}; \
+         run the capacity test from a lower load (STAGES) or fix the site first"
+    )]
+    NoPassingStage {
+        budget_ms: f64,
+        max_error_rate: f64,
+        /// What happened at the first stage.
+        first: String,
+    },
+}
+
+/// One plateau of the capacity test.
+#[derive(Debug, Clone, PartialEq)]
+struct Stage {
+    number: u64,
+    vus: u64,
+    requests: u64,
+    /// None: no requests were measured in that stage.
+    p99_ms: Option<f64>,
+    error_rate: Option<f64>,
+}
+
+impl Stage {
+    fn passes(&self, budget: &Budget) -> bool {
+        self.requests > 0
+            && matches!(self.p99_ms, Some(p) if p < budget.p99_ms)
+            && matches!(self.error_rate, Some(e) if e < budget.max_error_rate)
+    }
+
+    fn describe(&self) -> String {
+        let p99 = self
+            .p99_ms
+            .map_or_else(|| "-".to_owned(), |p| format!("{p:.1} ms"));
+        let errors = self
+            .error_rate
+            .map_or_else(|| "-".to_owned(), |e| format!("{:.2} %", e * 100.0));
+        if self.requests == 0 {
+            format!(
+                "stage {} ({} VUs): no requests measured",
+                self.number, self.vus
+            )
+        } else {
+            format!(
+                "stage {} ({} VUs): p99 {p99}, errors {errors}",
+                self.number, self.vus
+            )
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    p99_ms: f64,
+    max_error_rate: f64,
+}
+
+fn malformed(message: impl Into<String>) -> CalibrateError {
+    CalibrateError::Malformed(message.into())
+}
+
+/// A non-negative finite number, or `null` (None). Missing is an error.
+fn optional_measure(
+    stage: &serde_json::Map<String, Value>,
+    key: &str,
+    at: usize,
+) -> Result<Option<f64>, CalibrateError> {
+    match stage.get(key) {
+        None => Err(malformed(format!("stages[{at}] has no `{key}`"))),
+        Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err(malformed(format!(
+                "stages[{at}].{key} must be a number >= 0 or null, got {v}"
+            ))),
+        },
+    }
+}
+
+fn budget(summary: &serde_json::Map<String, Value>) -> Result<Budget, CalibrateError> {
+    let mut budget = Budget {
+        p99_ms: DEFAULT_P99_BUDGET_MS,
+        max_error_rate: DEFAULT_MAX_ERROR_RATE,
+    };
+    let Some(block) = summary.get("waitroom_capacity") else {
+        return Ok(budget);
+    };
+    let block = block
+        .as_object()
+        .ok_or_else(|| malformed("`waitroom_capacity` must be an object"))?;
+    if let Some(v) = block.get("p99_budget_ms") {
+        budget.p99_ms = v
+            .as_f64()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .ok_or_else(|| {
+                malformed(format!(
+                    "waitroom_capacity.p99_budget_ms must be a positive number, got {v}"
+                ))
+            })?;
+    }
+    if let Some(v) = block.get("max_error_rate") {
+        budget.max_error_rate = v
+            .as_f64()
+            .filter(|x| x.is_finite() && *x > 0.0 && *x <= 1.0)
+            .ok_or_else(|| {
+                malformed(format!(
+                    "waitroom_capacity.max_error_rate must be a number in (0, 1], got {v}"
+                ))
+            })?;
+    }
+    Ok(budget)
+}
+
+fn stages(summary: &serde_json::Map<String, Value>) -> Result<Vec<Stage>, CalibrateError> {
+    let list = summary
+        .get("stages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            malformed("no `stages` array (write the summary with load/k6-capacity.js)")
+        })?;
+    if list.is_empty() {
+        return Err(malformed("`stages` is empty: the test ran no stage"));
+    }
+    let mut out: Vec<Stage> = Vec::with_capacity(list.len());
+    for (at, item) in list.iter().enumerate() {
+        let stage = item
+            .as_object()
+            .ok_or_else(|| malformed(format!("stages[{at}] is not an object")))?;
+        let vus = stage
+            .get("vus")
+            .and_then(Value::as_u64)
+            .filter(|v| *v >= 1)
+            .ok_or_else(|| malformed(format!("stages[{at}].vus must be a whole number >= 1")))?;
+        let requests = stage
+            .get("requests")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| {
+                malformed(format!("stages[{at}].requests must be a whole number >= 0"))
+            })?;
+        let number = match stage.get("stage") {
+            None => at as u64 + 1,
+            Some(v) => v
+                .as_u64()
+                .ok_or_else(|| malformed(format!("stages[{at}].stage must be a whole number")))?,
+        };
+        let p99_ms = optional_measure(stage, "p99_ms", at)?;
+        let error_rate = optional_measure(stage, "error_rate", at)?;
+        if let Some(e) = error_rate
+            && e > 1.0
+        {
+            return Err(malformed(format!(
+                "stages[{at}].error_rate is a fraction (0..1), got {e}"
+            )));
+        }
+        if let Some(previous) = out.last()
+            && vus < previous.vus
+        {
+            return Err(malformed(format!(
+                "stages must climb: stages[{at}] has {vus} VUs after {} VUs",
+                previous.vus
+            )));
+        }
+        out.push(Stage {
+            number,
+            vus,
+            requests,
+            p99_ms,
+            error_rate,
+        });
+    }
+    Ok(out)
+}
+
+/// Proposes `total_active_users` and `new_users_per_minute` from a k6-capacity.js summary.
+///
+/// `session_minutes` is the room's `session_duration` in minutes (how long a visitor stays
+/// inside); `margin` the fraction kept below the knee (0.35 = 35 %).
+pub fn propose(
+    summary: &Value,
+    session_minutes: f64,
+    margin: f64,
+) -> Result<Proposal, CalibrateError> {
+    if !(margin.is_finite() && (0.0..1.0).contains(&margin)) {
+        return Err(CalibrateError::InvalidMargin(margin));
+    }
+    if !(session_minutes.is_finite() && session_minutes > 0.0) {
+        return Err(CalibrateError::InvalidSession(session_minutes));
+    }
+    let summary = summary
+        .as_object()
+        .ok_or_else(|| malformed("the summary is not a JSON object"))?;
+    let budget = budget(summary)?;
+    let stages = stages(summary)?;
+
+    // The knee: the last stage of the unbroken run of passing stages from the start.
+    let first_failure = stages.iter().position(|s| !s.passes(&budget));
+    let knee = match first_failure {
+        Some(0) => {
+            return Err(CalibrateError::NoPassingStage {
+                budget_ms: budget.p99_ms,
+                max_error_rate: budget.max_error_rate,
+                first: stages[0].describe(),
+            });
+        }
+        Some(i) => &stages[i - 1],
+        None => &stages[stages.len() - 1],
+    };
+
+    let total_active_users = ((knee.vus as f64) * (1.0 - margin) + EPSILON)
+        .floor()
+        .max(1.0) as u64;
+    let new_users_per_minute = ((total_active_users as f64) / session_minutes)
+        .round()
+        .max(1.0) as u64;
+
+    let mut lines = Vec::new();
+    lines.push(format!(
+        "knee: {} (budget: p99 < {} ms, errors < {:.2} %)",
+        knee.describe(),
+        budget.p99_ms,
+        budget.max_error_rate * 100.0
+    ));
+    match first_failure {
+        Some(i) => {
+            lines.push(format!("  first failure: {}", stages[i].describe()));
+            if let Some(later) = stages[i + 1..].iter().rev().find(|s| s.passes(&budget)) {
+                lines.push(format!(
+                    "  ignored: stage {} passed again above the failure; an unsteady site is \
+                     sized by its first failure",
+                    later.number
+                ));
+            }
+        }
+        None => lines.push(
+            "  no stage failed: the knee is only a lower bound (the site may take more); \
+             run higher stages to find it"
+                .to_owned(),
+        ),
+    }
+    lines.push(format!(
+        "total_active_users = floor({} x (1 - {margin})) = {total_active_users}: the knee minus a \
+         {:.0} % safety margin",
+        knee.vus,
+        margin * 100.0
+    ));
+    if margin < 0.3 {
+        lines.push(
+            "  note: a margin under 30 % leaves little room for slow requests, cache misses and \
+             background jobs during the drop"
+                .to_owned(),
+        );
+    }
+    lines.push(format!(
+        "new_users_per_minute = {total_active_users} / {session_minutes} min = {new_users_per_minute} \
+         (Little's law: people inside = admissions per minute x minutes each stays)"
+    ));
+    Ok(Proposal {
+        knee_vus: knee.vus,
+        total_active_users,
+        new_users_per_minute,
+        explanation: lines.join("\n"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Trimmed from a real run of load/k6-capacity.js against load/stub_origin.py
+    /// (`--slots 4 --work-ms 10`, THINK_SECONDS=0.1, P99_BUDGET_MS=100): the shop tops out near
+    /// 390 requests/s, so 80 VUs blow the budget.
+    const REAL_SUMMARY: &str = r#"{
+      "waitroom_capacity": {"version": 1, "target": ["http://127.0.0.1:13001/"],
+        "p99_budget_ms": 100, "max_error_rate": 0.01, "think_seconds": 0.1, "ramp_seconds": 2,
+        "knee_stage": 4, "knee_vus": 40, "first_failing_stage": 5, "highest_passing_stage": 4},
+      "stages": [
+        {"stage": 1, "name": "s01", "vus": 5, "hold_seconds": 6, "requests": 269, "rps": 44.8,
+         "p50_ms": 10.73, "p95_ms": 11.65, "p99_ms": 20.48, "error_rate": 0, "pass": true},
+        {"stage": 2, "name": "s02", "vus": 10, "hold_seconds": 6, "requests": 529, "rps": 88.2,
+         "p50_ms": 10.64, "p95_ms": 14.61, "p99_ms": 53.08, "error_rate": 0, "pass": true},
+        {"stage": 3, "name": "s03", "vus": 20, "hold_seconds": 6, "requests": 996, "rps": 166,
+         "p50_ms": 10.7, "p95_ms": 46.8, "p99_ms": 96.1, "error_rate": 0, "pass": true},
+        {"stage": 4, "name": "s04", "vus": 40, "hold_seconds": 6, "requests": 2063, "rps": 343.8,
+         "p50_ms": 13.6, "p95_ms": 26.7, "p99_ms": 42.0, "error_rate": 0, "pass": true},
+        {"stage": 5, "name": "s05", "vus": 80, "hold_seconds": 6, "requests": 2326, "rps": 387.7,
+         "p50_ms": 105.4, "p95_ms": 172.9, "p99_ms": 204.8, "error_rate": 0, "pass": false},
+        {"stage": 6, "name": "s06", "vus": 160, "hold_seconds": 6, "requests": 2320, "rps": 386.7,
+         "p50_ms": 312.9, "p95_ms": 336.6, "p99_ms": 628.1, "error_rate": 0, "pass": false}
+      ],
+      "root_group": {"name": "", "path": "", "id": "d41d8cd98f00b204e9800998ecf8427e",
+                     "groups": [], "checks": []},
+      "options": {"summaryTrendStats": ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)",
+                  "count"], "summaryTimeUnit": "", "noColor": false},
+      "state": {"isStdOutTTY": false, "isStdErrTTY": false, "testRunDurationMs": 48012.3},
+      "metrics": {
+        "http_req_duration{stage:s04}": {"type": "trend", "contains": "time",
+          "values": {"p(99)": 42.0, "med": 13.6, "max": 61.2, "count": 2063},
+          "thresholds": {"max>=0": {"ok": true}}},
+        "http_req_failed{stage:s04}": {"type": "rate", "contains": "default",
+          "values": {"rate": 0, "passes": 0, "fails": 2063},
+          "thresholds": {"rate>=0": {"ok": true}}}
+      }
+    }"#;
+
+    fn real() -> Value {
+        serde_json::from_str(REAL_SUMMARY).unwrap()
+    }
+
+    fn stage(vus: u64, p99: f64, errors: f64) -> Value {
+        json!({"vus": vus, "requests": 1000, "p99_ms": p99, "error_rate": errors})
+    }
+
+    #[test]
+    fn real_summary_knee_margin_and_littles_law() {
+        let p = propose(&real(), 5.0, 0.35).unwrap();
+        assert_eq!(p.knee_vus, 40);
+        assert_eq!(p.total_active_users, 26); // floor(40 x 0.65)
+        assert_eq!(p.new_users_per_minute, 5); // 26 / 5 = 5.2
+        assert!(
+            p.explanation.contains("stage 4 (40 VUs)"),
+            "{}",
+            p.explanation
+        );
+        assert!(
+            p.explanation
+                .contains("first failure: stage 5 (80 VUs): p99 204.8 ms"),
+            "{}",
+            p.explanation
+        );
+        assert!(p.explanation.contains("Little's law"));
+        assert_eq!(
+            p.room_toml(),
+            "[room]\ntotal_active_users = 26\nnew_users_per_minute = 5\n"
+        );
+        assert_eq!(
+            p.admin_patch(),
+            json!({"total_active_users": 26, "new_users_per_minute": 5})
+        );
+    }
+
+    #[test]
+    fn budget_comes_from_the_summary_and_defaults_to_500_ms_and_1_percent() {
+        // With the default 500 ms budget, 80 VUs (204.8 ms) pass and 160 VUs (628.1 ms) fail.
+        let mut s = real();
+        s.as_object_mut().unwrap().remove("waitroom_capacity");
+        let p = propose(&s, 5.0, 0.35).unwrap();
+        assert_eq!(p.knee_vus, 80);
+        assert_eq!(p.total_active_users, 52);
+        assert_eq!(p.new_users_per_minute, 10); // 10.4
+
+        let errors = json!({"stages": [stage(10, 50.0, 0.0), stage(20, 50.0, 0.01)]});
+        assert_eq!(propose(&errors, 5.0, 0.35).unwrap().knee_vus, 10);
+    }
+
+    #[test]
+    fn session_length_and_margin_drive_the_numbers() {
+        let s = json!({"stages": [stage(100, 80.0, 0.0), stage(200, 900.0, 0.0)]});
+        let p = propose(&s, 10.0, 0.3).unwrap();
+        assert_eq!(p.total_active_users, 70); // not 69: 100 x 0.7 is 69.99999… in f64
+        assert_eq!(p.new_users_per_minute, 7);
+        let p = propose(&s, 0.5, 0.4).unwrap(); // 30 s sessions
+        assert_eq!(p.total_active_users, 60);
+        assert_eq!(p.new_users_per_minute, 120);
+        let p = propose(&s, 5.0, 0.0).unwrap();
+        assert_eq!(p.total_active_users, 100);
+        assert_eq!(p.new_users_per_minute, 20);
+        assert!(
+            propose(&s, 5.0, 0.2)
+                .unwrap()
+                .explanation
+                .contains("under 30 %")
+        );
+    }
+
+    #[test]
+    fn never_below_one() {
+        let s = json!({"stages": [stage(1, 10.0, 0.0)]});
+        let p = propose(&s, 60.0, 0.35).unwrap();
+        assert_eq!((p.total_active_users, p.new_users_per_minute), (1, 1));
+    }
+
+    #[test]
+    fn every_stage_passing_gives_a_lower_bound() {
+        let s = json!({"stages": [stage(10, 10.0, 0.0), stage(50, 20.0, 0.0)]});
+        let p = propose(&s, 5.0, 0.35).unwrap();
+        assert_eq!(p.knee_vus, 50);
+        assert!(p.explanation.contains("lower bound"), "{}", p.explanation);
+    }
+
+    #[test]
+    fn a_stage_passing_above_a_failure_does_not_count() {
+        let s = json!({"stages": [
+            stage(10, 10.0, 0.0), stage(20, 600.0, 0.0), stage(40, 30.0, 0.0)
+        ]});
+        let p = propose(&s, 5.0, 0.35).unwrap();
+        assert_eq!(p.knee_vus, 10);
+        assert!(
+            p.explanation.contains("ignored: stage 3"),
+            "{}",
+            p.explanation
+        );
+    }
+
+    #[test]
+    fn a_stage_without_requests_fails() {
+        let s = json!({"stages": [
+            stage(10, 10.0, 0.0),
+            {"vus": 20, "requests": 0, "p99_ms": null, "error_rate": null},
+            stage(40, 30.0, 0.0)
+        ]});
+        assert_eq!(propose(&s, 5.0, 0.35).unwrap().knee_vus, 10);
+    }
+
+    #[test]
+    fn no_passing_stage_is_an_error() {
+        let s = json!({
+            "waitroom_capacity": {"p99_budget_ms": 200, "max_error_rate": 0.01},
+            "stages": [stage(10, 250.0, 0.0), stage(20, 100.0, 0.0)]
+        });
+        let e = propose(&s, 5.0, 0.35).unwrap_err();
+        assert_eq!(
+            e,
+            CalibrateError::NoPassingStage {
+                budget_ms: 200.0,
+                max_error_rate: 0.01,
+                first: "stage 1 (10 VUs): p99 250.0 ms, errors 0.00 %".to_owned(),
+            }
+        );
+        assert!(e.to_string().contains("p99 < 200 ms"), "{e}");
+
+        let errors = json!({"stages": [stage(10, 5.0, 0.5)]});
+        assert!(matches!(
+            propose(&errors, 5.0, 0.35),
+            Err(CalibrateError::NoPassingStage { .. })
+        ));
+        let empty_run = json!({"stages": [{"vus": 10, "requests": 0, "p99_ms": null,
+                                            "error_rate": null}]});
+        let e = propose(&empty_run, 5.0, 0.35).unwrap_err();
+        assert!(e.to_string().contains("no requests measured"), "{e}");
+    }
+
+    #[test]
+    fn malformed_summaries_are_errors() {
+        let cases = [
+            (json!([1, 2]), "not a JSON object"),
+            (json!({"metrics": {}}), "no `stages` array"),
+            (json!({"stages": {"vus": 1}}), "no `stages` array"),
+            (json!({"stages": []}), "empty"),
+            (json!({"stages": [7]}), "stages[0] is not an object"),
+            (
+                json!({"stages": [{"requests": 1, "p99_ms": 1, "error_rate": 0}]}),
+                "vus",
+            ),
+            (
+                json!({"stages": [{"vus": 0, "requests": 1, "p99_ms": 1, "error_rate": 0}]}),
+                "vus",
+            ),
+            (
+                json!({"stages": [{"vus": "10", "requests": 1, "p99_ms": 1, "error_rate": 0}]}),
+                "vus",
+            ),
+            (
+                json!({"stages": [{"vus": 10, "p99_ms": 1, "error_rate": 0}]}),
+                "requests",
+            ),
+            (
+                json!({"stages": [{"vus": 10, "requests": 1, "error_rate": 0}]}),
+                "has no `p99_ms`",
+            ),
+            (
+                json!({"stages": [{"vus": 10, "requests": 1, "p99_ms": -1, "error_rate": 0}]}),
+                "p99_ms",
+            ),
+            (
+                json!({"stages": [{"vus": 10, "requests": 1, "p99_ms": 1, "error_rate": "0"}]}),
+                "error_rate",
+            ),
+            (
+                json!({"stages": [{"vus": 10, "requests": 1, "p99_ms": 1, "error_rate": 2}]}),
+                "fraction",
+            ),
+            (
+                json!({"stages": [stage(20, 1.0, 0.0), stage(10, 1.0, 0.0)]}),
+                "must climb",
+            ),
+            (
+                json!({"waitroom_capacity": 3, "stages": [stage(10, 1.0, 0.0)]}),
+                "waitroom_capacity",
+            ),
+            (
+                json!({"waitroom_capacity": {"p99_budget_ms": 0}, "stages": [stage(10, 1.0, 0.0)]}),
+                "p99_budget_ms",
+            ),
+            (
+                json!({"waitroom_capacity": {"max_error_rate": "1%"}, "stages": [stage(10, 1.0, 0.0)]}),
+                "max_error_rate",
+            ),
+        ];
+        for (summary, needle) in cases {
+            match propose(&summary, 5.0, 0.35) {
+                Err(e @ CalibrateError::Malformed(_)) => {
+                    assert!(e.to_string().contains(needle), "{summary}: {e}")
+                }
+                other => panic!("{summary}: expected Malformed({needle}), got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        let s = real();
+        for margin in [1.0, 1.5, -0.1, f64::NAN] {
+            assert!(matches!(
+                propose(&s, 5.0, margin),
+                Err(CalibrateError::InvalidMargin(_))
+            ));
+        }
+        for session in [0.0, -5.0, f64::NAN, f64::INFINITY] {
+            assert!(matches!(
+                propose(&s, session, 0.35),
+                Err(CalibrateError::InvalidSession(_))
+            ));
+        }
+    }
+}
