@@ -12,11 +12,13 @@ use crate::config::model::{OnStoreError, PassConfig};
 use crate::config::{Config, QueueingMethod, RoomSettings};
 use crate::core::estimate::WaitEstimate;
 use crate::core::room::PollOutcome;
+use crate::custom_page::{CustomPage, PageVariables};
+use crate::locale::{Locale, PageLanguage};
 use crate::metrics::{Metrics, Outcome};
 use crate::page::{self, Branding, ClosedView, WaitingView};
 use crate::reply::Reply;
 use crate::route::Route;
-use crate::status::{Standing, StatusBody, wait_text};
+use crate::status::{Standing, StatusBody};
 use crate::store::{Store, StoreError, TicketPlace};
 use crate::token::{Pass, Sighting, SignError, Signer, Ticket, Token, new_visitor_id};
 
@@ -32,6 +34,8 @@ pub struct RequestView<'a> {
     pub query: Option<&'a str>,
     /// The raw `Accept` header.
     pub accept: Option<&'a str>,
+    /// The raw `Accept-Language` header, for the built-in pages' language.
+    pub accept_language: Option<&'a str>,
     /// The raw `Cookie` header(s), joined.
     pub cookie: Option<&'a str>,
 }
@@ -94,6 +98,8 @@ pub struct Gate {
     pub clock: SharedClock,
     pub metrics: Metrics,
     branding: Branding,
+    /// `[page] template`: replaces the built-in waiting and closed pages.
+    custom_page: Option<Arc<CustomPage>>,
     /// Admissions per second as last estimated by the admission loop (f64 bits; NaN: unknown).
     rate_bits: AtomicU64,
     store_ok: AtomicBool,
@@ -138,6 +144,7 @@ impl Gate {
             clock,
             metrics: Metrics::new(&config.room_id),
             branding: config.branding.clone(),
+            custom_page: config.custom_page.clone(),
             rate_bits: AtomicU64::new(f64::NAN.to_bits()),
             store_ok: AtomicBool::new(true),
             last_epoch: ArcSwap::from_pointee(String::new()),
@@ -527,28 +534,33 @@ impl Gate {
         ticket.expires_at = now + settings.limits().abandon_after_ms;
         let refresh = settings.refresh_interval.as_secs().max(1);
         let body = self.status_body(settings, position, queued);
+        let shown_position = match settings.queueing_method {
+            QueueingMethod::Random => None,
+            _ => position,
+        };
         let mut reply = if req.wants_json() {
             Reply::json(settings.queueing_status_code, &body)
+        } else if let Some(custom) = &self.custom_page {
+            let variables = PageVariables::new(&body, shown_position, &settings.name);
+            Reply::html(settings.queueing_status_code, custom.render(&variables))
         } else {
-            let shown_position = match settings.queueing_method {
-                QueueingMethod::Random => None,
-                _ => position,
-            };
-            let estimate = self.estimate(settings, position, queued);
+            let locale = self.branding.language.locale_for(req.accept_language);
             let view = WaitingView {
                 branding: &self.branding,
+                locale,
                 room_name: &settings.name,
                 position: shown_position,
                 queued,
                 initial_position: (ticket.initial_position > 0).then_some(ticket.initial_position),
-                wait_text: wait_text(&estimate),
-                wait_known: estimate.seconds().is_some(),
+                estimate: self.estimate(settings, position, queued),
                 last_updated: rfc3339_ms(now),
                 refresh_interval_seconds: refresh,
                 status_url: STATUS_PATH,
             };
             match page::render_waiting(&view) {
-                Ok(html) => Reply::html(settings.queueing_status_code, html),
+                Ok(html) => {
+                    self.in_language(Reply::html(settings.queueing_status_code, html), locale)
+                }
                 Err(e) => Reply::text(500, format!("cannot render the waiting page: {e}\n")),
             }
         };
@@ -563,22 +575,40 @@ impl Gate {
     }
 
     fn closed(&self, settings: &RoomSettings, req: &RequestView<'_>) -> Verdict {
+        let body = StatusBody::new(settings, Standing::Closed, self.clock.now_ms());
         let reply = if req.wants_json() {
-            let body = StatusBody::new(settings, Standing::Closed, self.clock.now_ms());
             Reply::json(settings.queueing_status_code, &body)
+        } else if let Some(custom) = &self.custom_page {
+            // Cloudflare renders the custom page for a reject queue too (isRejectQueue).
+            let variables = PageVariables::new(&body, None, &settings.name);
+            Reply::html(settings.queueing_status_code, custom.render(&variables))
         } else {
+            let locale = self.branding.language.locale_for(req.accept_language);
             let view = ClosedView {
                 branding: &self.branding,
+                locale,
                 room_name: &settings.name,
             };
             match page::render_closed(&view) {
-                Ok(html) => Reply::html(settings.queueing_status_code, html),
+                Ok(html) => {
+                    self.in_language(Reply::html(settings.queueing_status_code, html), locale)
+                }
                 Err(e) => Reply::text(500, format!("cannot render the closed page: {e}\n")),
             }
         };
         Verdict::Respond {
             outcome: Outcome::Rejected,
             reply,
+        }
+    }
+
+    /// Says which language a built-in page is in, and that it depends on Accept-Language when
+    /// the language is the visitor's.
+    fn in_language(&self, reply: Reply, locale: Locale) -> Reply {
+        let reply = reply.with_header("content-language", locale.tag());
+        match self.branding.language {
+            PageLanguage::Auto => reply.with_header("vary", "Accept-Language"),
+            PageLanguage::Fixed(_) => reply,
         }
     }
 

@@ -2,9 +2,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use waitroom::config::Config;
+use waitroom::config::file::ConfigFile;
 use waitroom::config::model::ProcessEnvironment;
+use waitroom::export::terraform_vars;
 
 /// A self-hosted virtual waiting room in front of your shop.
 #[derive(Parser)]
@@ -12,9 +14,12 @@ use waitroom::config::model::ProcessEnvironment;
     name = "waitroom-proxy",
     version,
     about,
+    args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
 )]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// The room's configuration file (see config/drop.toml).
     #[arg(long, short, required = true)]
     config: Option<PathBuf>,
@@ -24,12 +29,20 @@ struct Cli {
     /// Allow missing secrets (random ones for this run). Never in production.
     #[arg(long)]
     dev: bool,
-    #[command(subcommand)]
-    command: Option<Command>,
 }
 
-#[derive(clap::Subcommand)]
+#[derive(Subcommand)]
 enum Command {
+    /// Write the variables of the managed Cloudflare room (infra/cloudflare) from the config,
+    /// and list on stderr what Cloudflare cannot express.
+    ExportTerraform {
+        /// The room's configuration file.
+        #[arg(long, short)]
+        config: PathBuf,
+        /// Where to write the tfvars (standard output by default).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
     /// Propose total_active_users and new_users_per_minute from a load/k6-capacity.js summary.
     Calibrate {
         /// The JSON summary written by load/k6-capacity.js (its SUMMARY).
@@ -84,35 +97,41 @@ fn calibrate(summary: &Path, session: Duration, margin: f64) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::Calibrate {
-        summary,
-        session,
-        margin,
-    }) = &cli.command
-    {
-        return calibrate(summary, *session, *margin);
+    match (cli.command, cli.config) {
+        (Some(Command::ExportTerraform { config, out }), _) => {
+            export_terraform(&config, out.as_deref())
+        }
+        (
+            Some(Command::Calibrate {
+                summary,
+                session,
+                margin,
+            }),
+            _,
+        ) => calibrate(&summary, session, margin),
+        (None, Some(config)) => run(&config, cli.test, cli.dev),
+        (None, None) => {
+            eprintln!("waitroom-proxy: --config FILE is required");
+            ExitCode::from(2)
+        }
     }
-    let Some(config_path) = cli.config else {
-        eprintln!("waitroom-proxy: --config FILE is required");
-        return ExitCode::from(2);
-    };
+}
+
+fn run(path: &Path, test: bool, dev: bool) -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let (config, warnings) = match Config::load(&config_path, &ProcessEnvironment, cli.dev) {
+    let (config, warnings) = match Config::load(path, &ProcessEnvironment, dev) {
         Ok(loaded) => loaded,
         Err(e) => {
-            eprintln!("waitroom-proxy: {}: {e}", config_path.display());
+            eprintln!("waitroom-proxy: {}: {e}", path.display());
             return ExitCode::from(2);
         }
     };
     for warning in &warnings {
         eprintln!("waitroom-proxy: warning: {warning}");
     }
-    if cli.test {
+    if test {
         print!("{}", config.masked_toml());
-        eprintln!(
-            "waitroom-proxy: {}: configuration ok",
-            config_path.display()
-        );
+        eprintln!("waitroom-proxy: {}: configuration ok", path.display());
         return ExitCode::SUCCESS;
     }
     match waitroom::server::run_forever(&config) {
@@ -122,4 +141,36 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn export_terraform(path: &Path, out: Option<&Path>) -> ExitCode {
+    let source = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    );
+    let export = match ConfigFile::read(path)
+        .map_err(Into::into)
+        .and_then(|file| terraform_vars(&file, &source))
+    {
+        Ok(export) => export,
+        Err(e) => {
+            eprintln!("waitroom-proxy: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    eprintln!("waitroom-proxy: what Cloudflare cannot express or does differently:");
+    for note in &export.notes {
+        eprintln!("  - {note}");
+    }
+    match out {
+        None => print!("{}", export.tfvars),
+        Some(out) => {
+            if let Err(e) = std::fs::write(out, &export.tfvars) {
+                eprintln!("waitroom-proxy: cannot write {}: {e}", out.display());
+                return ExitCode::FAILURE;
+            }
+            eprintln!("waitroom-proxy: wrote {}", out.display());
+        }
+    }
+    ExitCode::SUCCESS
 }

@@ -1,11 +1,15 @@
 //! Visitor-facing HTML pages: the waiting page, the closed ("sold out") page and the branded
-//! origin-error page. Templates live in `templates/` (askama's default directory).
+//! origin-error page. Templates live in `templates/` (askama's default directory). The waiting
+//! and closed pages speak the locale they are given (see `locale`).
 //!
 //! Everything a page needs is inline (CSS and JS); the only external resource is the shop's own
 //! logo when one is configured. The waiting page is fully server-rendered so it works with
 //! JavaScript off (the proxy sends a `Refresh` header); the script only makes it live.
 
 use askama::Template;
+
+use crate::core::estimate::WaitEstimate;
+use crate::locale::{Locale, PageLanguage, Texts};
 
 /// Branding from the [page] config section.
 #[derive(Debug, Clone)]
@@ -18,20 +22,21 @@ pub struct Branding {
     pub primary_color: String,
     pub background_color: String,
     pub text_color: String,
-    /// e.g. "You're in line".
-    pub heading: String,
-    /// e.g. "This shop is very busy right now. Keep this tab open: you will be let in automatically."
-    pub message: String,
-    /// e.g. "Sold out".
-    pub closed_heading: String,
-    /// e.g. "This drop is closed. Thank you for your interest."
-    pub closed_message: String,
+    /// Texts the operator set in [page]: they replace the locale's own in every language, so
+    /// they are None unless set.
+    pub heading: Option<String>,
+    pub message: Option<String>,
+    pub closed_heading: Option<String>,
+    pub closed_message: Option<String>,
+    /// The language of the built-in pages.
+    pub language: PageLanguage,
 }
 
 /// What the waiting page shows to one visitor.
 #[derive(Debug, Clone)]
 pub struct WaitingView<'a> {
     pub branding: &'a Branding,
+    pub locale: Locale,
     pub room_name: &'a str,
     /// Exact 1-based place; None under random queueing (the queued count is shown instead).
     pub position: Option<u64>,
@@ -39,9 +44,8 @@ pub struct WaitingView<'a> {
     pub queued: u64,
     /// Position when the visitor joined, for the progress bar (progress = 1 - position/initial).
     pub initial_position: Option<u64>,
-    /// Already formatted, e.g. "about 4 minutes", "5 minutes to 15 minutes" or "unavailable".
-    pub wait_text: String,
-    pub wait_known: bool,
+    /// Written in the page's language.
+    pub estimate: WaitEstimate,
     /// RFC 3339 UTC, e.g. "2026-11-29T20:01:02.000Z".
     pub last_updated: String,
     /// How often the script polls (the no-JS path relies on an HTTP `Refresh` header).
@@ -54,6 +58,7 @@ pub struct WaitingView<'a> {
 #[derive(Debug, Clone)]
 pub struct ClosedView<'a> {
     pub branding: &'a Branding,
+    pub locale: Locale,
     pub room_name: &'a str,
 }
 
@@ -67,7 +72,9 @@ pub struct ErrorView<'a> {
 }
 
 pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
-    let position = view.position.map(group_thousands);
+    let (locale, b) = (view.locale, view.branding);
+    let t = locale.texts();
+    let position = view.position.map(|p| locale.number(p));
     let place_key = format!(
         "{}|{}",
         view.position
@@ -76,18 +83,21 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
     );
     let sub_text = match view.position {
         Some(_) if view.queued == 0 => String::new(),
-        Some(_) => format!(
-            "{} {} waiting in total",
-            group_thousands(view.queued),
-            if view.queued == 1 { "person" } else { "people" }
-        ),
-        None => "Visitors are let in at random, not in order of arrival.".to_owned(),
+        Some(_) => locale.count(view.queued, t.total_one, t.total_other),
+        None => t.random_note.to_owned(),
     };
-    let wait_known = view.wait_known && !view.wait_text.trim().is_empty();
+    let wait_text = locale.wait_text(&view.estimate);
+    let heading = b.heading.as_deref().unwrap_or(t.heading);
+    let progress = progress_percent(view.position, view.initial_position);
     WaitingPage {
-        b: view.branding,
-        theme: Theme::new(view.branding),
-        room_name: view.room_name,
+        b,
+        t,
+        lang: locale.tag(),
+        i18n: serde_json::to_string(&locale.script_texts()).unwrap_or_default(),
+        theme: Theme::new(b),
+        heading,
+        message: b.message.as_deref().unwrap_or(t.message),
+        footer: t.footer.replace("{room}", view.room_name),
         status_url: view.status_url,
         refresh: view.refresh_interval_seconds.max(1),
         initial: view
@@ -96,27 +106,26 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
             .unwrap_or_default(),
         title_prefix: position
             .as_ref()
-            .map(|p| format!("#{p} in line · "))
+            .map(|p| format!("{} · ", t.title_position.replace("{n}", p)))
             .unwrap_or_default(),
-        base_title: format!("{} · {}", view.branding.heading, view.branding.title),
+        base_title: format!("{heading} · {}", b.title),
         position_attr: view.position.map(|p| p.to_string()).unwrap_or_default(),
         position,
         queued: view.queued,
-        queued_text: group_thousands(view.queued),
-        people_waiting: if view.queued == 1 {
-            "person is waiting"
+        queued_text: locale.number(view.queued),
+        people_waiting: if locale.is_singular(view.queued) {
+            t.waiting_one
         } else {
-            "people are waiting"
+            t.waiting_other
         },
         place_key,
         sub_text,
-        progress: progress_percent(view.position, view.initial_position),
-        wait_display: if wait_known {
-            view.wait_text.clone()
-        } else {
-            "Not known yet".to_owned()
-        },
-        wait_known,
+        progress_text: progress
+            .map(|pct| t.progress_value.replace("{pct}", &pct.to_string()))
+            .unwrap_or_default(),
+        progress,
+        wait_known: wait_text.is_some(),
+        wait_display: wait_text.unwrap_or_else(|| t.not_known.to_owned()),
         last_updated: &view.last_updated,
         last_updated_text: utc_clock(&view.last_updated),
     }
@@ -124,10 +133,15 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
 }
 
 pub fn render_closed(view: &ClosedView) -> Result<String, askama::Error> {
+    let b = view.branding;
+    let t = view.locale.texts();
     ClosedPage {
-        b: view.branding,
-        theme: Theme::new(view.branding),
-        room_name: view.room_name,
+        b,
+        lang: view.locale.tag(),
+        theme: Theme::new(b),
+        heading: b.closed_heading.as_deref().unwrap_or(t.closed_heading),
+        message: b.closed_message.as_deref().unwrap_or(t.closed_message),
+        footer: t.footer.replace("{room}", view.room_name),
     }
     .render()
 }
@@ -135,6 +149,8 @@ pub fn render_closed(view: &ClosedView) -> Result<String, askama::Error> {
 pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
     ErrorPage {
         b: view.branding,
+        // The origin-error page is answered by the proxy layer, which does not negotiate.
+        lang: Locale::EnUs.tag(),
         theme: Theme::new(view.branding),
         status: view.status,
         heading: view.heading,
@@ -147,8 +163,14 @@ pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
 #[template(path = "waiting.html", whitespace = "minimize")]
 struct WaitingPage<'a> {
     b: &'a Branding,
+    t: &'static Texts,
+    lang: &'static str,
+    /// The locale's texts for the script, as JSON.
+    i18n: String,
     theme: Theme,
-    room_name: &'a str,
+    heading: &'a str,
+    message: &'a str,
+    footer: String,
     status_url: &'a str,
     refresh: u64,
     initial: String,
@@ -162,6 +184,7 @@ struct WaitingPage<'a> {
     place_key: String,
     sub_text: String,
     progress: Option<u64>,
+    progress_text: String,
     wait_display: String,
     wait_known: bool,
     last_updated: &'a str,
@@ -172,14 +195,18 @@ struct WaitingPage<'a> {
 #[template(path = "closed.html", whitespace = "minimize")]
 struct ClosedPage<'a> {
     b: &'a Branding,
+    lang: &'static str,
     theme: Theme,
-    room_name: &'a str,
+    heading: &'a str,
+    message: &'a str,
+    footer: String,
 }
 
 #[derive(Template)]
 #[template(path = "error.html", whitespace = "minimize")]
 struct ErrorPage<'a> {
     b: &'a Branding,
+    lang: &'static str,
     theme: Theme,
     status: u16,
     heading: &'a str,
@@ -196,19 +223,6 @@ fn progress_percent(position: Option<u64>, initial: Option<u64>) -> Option<u64> 
         return Some(0);
     }
     Some((initial - position).saturating_mul(100) / initial)
-}
-
-/// 1234567 -> "1,234,567".
-fn group_thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// "2026-11-29T20:01:02.000Z" -> "20:01:02 UTC" for the no-JS page (the script shows local time).
@@ -372,24 +386,27 @@ mod tests {
             primary_color: "#1f4ed8".into(),
             background_color: "#f7f7f8".into(),
             text_color: "#111827".into(),
-            heading: "You're in line".into(),
-            message: "This shop is very busy right now. Keep this tab open: you will be let in \
-                      automatically."
-                .into(),
-            closed_heading: "Sold out".into(),
-            closed_message: "This drop is closed. Thank you for your interest.".into(),
+            heading: Some("You're in line".into()),
+            message: Some(
+                "This shop is very busy right now. Keep this tab open: you will be let in \
+                 automatically."
+                    .into(),
+            ),
+            closed_heading: Some("Sold out".into()),
+            closed_message: Some("This drop is closed. Thank you for your interest.".into()),
+            language: PageLanguage::Fixed(Locale::EnUs),
         }
     }
 
     fn waiting(b: &Branding) -> WaitingView<'_> {
         WaitingView {
             branding: b,
+            locale: Locale::EnUs,
             room_name: "sneaker-drop",
             position: Some(42),
             queued: 1834,
             initial_position: Some(1200),
-            wait_text: "about 4 minutes".into(),
-            wait_known: true,
+            estimate: WaitEstimate::Exact { seconds: 230 },
             last_updated: "2026-11-29T20:01:02.000Z".into(),
             refresh_interval_seconds: 20,
             status_url: "/__waitroom/status",
@@ -412,11 +429,11 @@ mod tests {
         let b = branding();
         let html = render_waiting(&waiting(&b))?;
         assert!(html.starts_with("<!doctype html>"));
-        assert!(html.contains("<html lang=\"en\">"));
+        assert!(html.contains("<html lang=\"en-US\">"));
         assert!(html.contains(r#"<strong class="num">42</strong>"#));
         assert!(html.contains("You are number"));
         assert!(html.contains("1,834 people waiting in total"));
-        assert!(html.contains("about 4 minutes"));
+        assert!(html.contains(r#"<dd id="wr-wait" aria-live="polite">4 minutes</dd>"#));
         assert!(html.contains(
             r#"<time id="wr-time" datetime="2026-11-29T20:01:02.000Z">20:01:02 UTC</time>"#
         ));
@@ -467,8 +484,7 @@ mod tests {
     fn unknown_wait_is_said_honestly() -> Result<(), askama::Error> {
         let b = branding();
         let view = WaitingView {
-            wait_text: "unavailable".into(),
-            wait_known: false,
+            estimate: WaitEstimate::Unknown,
             ..waiting(&b)
         };
         let html = render_waiting(&view)?;
@@ -508,6 +524,7 @@ mod tests {
         assert_no_urls(&render_waiting(&waiting(&b))?);
         assert_no_urls(&render_closed(&ClosedView {
             branding: &b,
+            locale: Locale::EnUs,
             room_name: "sneaker-drop",
         })?);
         assert_no_urls(&render_error(&ErrorView {
@@ -535,15 +552,15 @@ mod tests {
             primary_color: "red;}</style><script>alert(1)</script>".into(),
             background_color: "#fff\"".into(),
             text_color: "expression(alert(1))".into(),
-            heading: evil.into(),
-            message: evil.into(),
-            closed_heading: evil.into(),
-            closed_message: evil.into(),
+            heading: Some(evil.into()),
+            message: Some(evil.into()),
+            closed_heading: Some(evil.into()),
+            closed_message: Some(evil.into()),
+            language: PageLanguage::Fixed(Locale::EnUs),
         };
         let view = WaitingView {
             room_name: evil,
             status_url: "/s\"><script>alert(1)</script>",
-            wait_text: evil.into(),
             last_updated: "\"><script>alert(1)</script>".into(),
             ..waiting(&b)
         };
@@ -551,6 +568,7 @@ mod tests {
             render_waiting(&view)?,
             render_closed(&ClosedView {
                 branding: &b,
+                locale: Locale::EnUs,
                 room_name: evil,
             })?,
             render_error(&ErrorView {
@@ -580,6 +598,7 @@ mod tests {
         let b = branding();
         let html = render_closed(&ClosedView {
             branding: &b,
+            locale: Locale::EnUs,
             room_name: "sneaker-drop",
         })?;
         assert!(html.contains("<h1>Sold out</h1>"));
@@ -620,10 +639,6 @@ mod tests {
 
     #[test]
     fn helpers() {
-        assert_eq!(group_thousands(0), "0");
-        assert_eq!(group_thousands(999), "999");
-        assert_eq!(group_thousands(1000), "1,000");
-        assert_eq!(group_thousands(1_234_567), "1,234,567");
         assert_eq!(utc_clock("2026-11-29T20:01:02.000Z"), "20:01:02 UTC");
         assert_eq!(utc_clock("2026-11-29T20:01:02+00:00"), "20:01:02 UTC");
         assert_eq!(utc_clock("garbage"), "garbage");
@@ -634,6 +649,98 @@ mod tests {
         assert_eq!(Rgb::parse("#1f4ed"), None);
         assert_eq!(Rgb::parse("#+1+2+3"), None);
         assert!((Rgb(0, 0, 0).contrast(WHITE) - 21.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn every_locale_renders_its_own_texts() -> Result<(), askama::Error> {
+        let defaults = Branding {
+            heading: None,
+            message: None,
+            closed_heading: None,
+            closed_message: None,
+            ..branding()
+        };
+        for locale in Locale::ALL {
+            let t = locale.texts();
+            let view = WaitingView {
+                locale,
+                position: Some(12_345),
+                queued: 23_456,
+                ..waiting(&defaults)
+            };
+            let html = render_waiting(&view)?;
+            assert!(
+                html.contains(&format!("<html lang=\"{}\">", locale.tag())),
+                "{locale:?}"
+            );
+            let escaped = |text: &str| text.replace('\'', "&#39;");
+            for text in [
+                t.heading,
+                t.message,
+                t.number_before,
+                t.number_after,
+                t.estimated_wait,
+                t.last_updated,
+                t.refresh_note,
+                t.live,
+            ] {
+                assert!(html.contains(&escaped(text)), "{locale:?}: {text}");
+            }
+            let place = format!(r#"<strong class="num">{}</strong>"#, locale.number(12_345));
+            assert!(html.contains(&place), "{locale:?}");
+            let total = locale.count(23_456, t.total_one, t.total_other);
+            assert!(html.contains(&escaped(&total)), "{locale:?}: {total}");
+            let wait = locale.minutes(4);
+            assert!(
+                html.contains(&format!(">{wait}</dd>")),
+                "{locale:?}: {wait}"
+            );
+            assert!(html.contains(&escaped(&t.footer.replace("{room}", "sneaker-drop"))));
+            assert!(html.contains(&format!("&#34;locale&#34;:&#34;{}&#34;", locale.tag())));
+
+            let unknown = render_waiting(&WaitingView {
+                estimate: WaitEstimate::Unknown,
+                ..view.clone()
+            })?;
+            assert!(unknown.contains(&escaped(t.not_known)), "{locale:?}");
+            assert!(unknown.contains(&escaped(t.wait_note)), "{locale:?}");
+
+            let closed = render_closed(&ClosedView {
+                branding: &defaults,
+                locale,
+                room_name: "sneaker-drop",
+            })?;
+            assert!(
+                closed.contains(&format!("<h1>{}</h1>", t.closed_heading)),
+                "{locale:?}"
+            );
+            assert!(closed.contains(&escaped(t.closed_message)), "{locale:?}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn texts_set_by_the_operator_win_in_every_language() -> Result<(), askama::Error> {
+        let b = Branding {
+            heading: Some("Hold tight".into()),
+            closed_message: Some("Back next week".into()),
+            ..branding()
+        };
+        let html = render_waiting(&WaitingView {
+            locale: Locale::DeDe,
+            ..waiting(&b)
+        })?;
+        assert!(html.contains("<h1>Hold tight</h1>"));
+        assert!(html.contains("Sie sind Nummer"));
+        let closed = render_closed(&ClosedView {
+            branding: &b,
+            locale: Locale::JaJp,
+            room_name: "r",
+        })?;
+        assert!(closed.contains("Back next week"));
+        assert!(closed.contains("<h1>Sold out</h1>"));
+        assert!(closed.contains("待合室：r"));
+        Ok(())
     }
 
     #[test]

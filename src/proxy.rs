@@ -212,6 +212,7 @@ impl ProxyHttp for WaitroomProxy {
             path: &path,
             query: req.uri.query(),
             accept: header_str(req, "accept"),
+            accept_language: header_str(req, "accept-language"),
             cookie: cookie.as_deref(),
         };
         match self.gate.decide(&view).await {

@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::clock::{Millis, rfc3339_ms};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::estimate::{WaitEstimate, minutes_ceil};
+use crate::locale::Locale;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -73,28 +74,11 @@ pub enum Standing {
 
 const UNAVAILABLE: &str = "unavailable";
 
-fn minutes_text(minutes: u64) -> String {
-    if minutes == 1 {
-        "1 minute".into()
-    } else {
-        format!("{minutes} minutes")
-    }
-}
-
-/// Cloudflare's English wording of a wait estimate.
+/// Cloudflare's English wording of a wait estimate: the JSON keeps it whatever the page language.
 pub fn wait_text(estimate: &WaitEstimate) -> String {
-    match *estimate {
-        WaitEstimate::Unknown => UNAVAILABLE.into(),
-        WaitEstimate::Exact { seconds } => minutes_text(minutes_ceil(seconds)),
-        WaitEstimate::Spread { p25, p75, .. } => {
-            let (low, high) = (minutes_ceil(p25), minutes_ceil(p75));
-            if low == high {
-                minutes_text(low)
-            } else {
-                format!("{} to {}", minutes_text(low), minutes_text(high))
-            }
-        }
-    }
+    Locale::EnUs
+        .wait_text(estimate)
+        .unwrap_or_else(|| UNAVAILABLE.into())
 }
 
 impl StatusBody {

@@ -177,10 +177,22 @@ pub struct PageSection {
     pub primary_color: String,
     pub background_color: String,
     pub text_color: String,
-    pub heading: String,
-    pub message: String,
-    pub closed_heading: String,
-    pub closed_message: String,
+    /// The texts below replace the page language's own in every language, so they are only
+    /// set when the operator writes them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heading: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_heading: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_message: Option<String>,
+    /// A locale such as "fr-FR" (Cloudflare's name), or "auto" for the visitor's Accept-Language.
+    pub default_template_language: String,
+    /// A Cloudflare-style Mustache page served instead of the built-in one (relative paths are
+    /// relative to the config file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
 }
 
 impl Default for PageSection {
@@ -191,13 +203,12 @@ impl Default for PageSection {
             primary_color: "#1d4ed8".into(),
             background_color: "#f8fafc".into(),
             text_color: "#0f172a".into(),
-            heading: "You're in line".into(),
-            message: "This shop is very busy right now. Keep this tab open: you will be let in \
-                      automatically when it's your turn."
-                .into(),
-            closed_heading: "This drop is closed".into(),
-            closed_message: "There is nothing left to queue for. Thank you for your interest."
-                .into(),
+            heading: None,
+            message: None,
+            closed_heading: None,
+            closed_message: None,
+            default_template_language: "en-US".into(),
+            template: None,
         }
     }
 }

@@ -3,10 +3,13 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::file::{ConfigFile, PageSection, RoomSection};
 use crate::core::room::{Limits, Pick};
+use crate::custom_page::CustomPage;
+use crate::locale::PageLanguage;
 use crate::page::Branding;
 use crate::route::{PathPattern, Route};
 
@@ -20,7 +23,7 @@ pub enum ConfigError {
     Invalid { key: String, reason: String },
 }
 
-fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key: key.into(),
         reason: reason.into(),
@@ -282,8 +285,25 @@ pub struct Config {
     pub admin_address: SocketAddr,
     pub admin_token: String,
     pub branding: Branding,
+    /// `[page] template`, compiled once here: requests only render it.
+    pub custom_page: Option<Arc<CustomPage>>,
     /// The effective file (defaults filled in, environment applied), for `--test`.
     pub file: ConfigFile,
+}
+
+impl ConfigFile {
+    /// The file as written, unvalidated: `Config::from_file` validates it.
+    pub fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        Self::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))
+    }
 }
 
 /// Where the secrets come from when the file leaves them out.
@@ -339,7 +359,62 @@ fn branding(page: &PageSection, room_name: &str) -> Result<Branding, ConfigError
         message: page.message.clone(),
         closed_heading: page.closed_heading.clone(),
         closed_message: page.closed_message.clone(),
+        language: PageLanguage::parse(&page.default_template_language)
+            .map_err(|e| invalid("page.default_template_language", e))?,
     })
+}
+
+/// Reads and compiles `[page] template`; a relative path is taken from `base_dir`.
+fn custom_page(
+    page: &PageSection,
+    base_dir: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Arc<CustomPage>>, ConfigError> {
+    let Some(name) = &page.template else {
+        return Ok(None);
+    };
+    let path = base_dir.join(name);
+    let source = std::fs::read_to_string(&path).map_err(|e| {
+        invalid(
+            "page.template",
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })?;
+    let (compiled, lint) = CustomPage::compile(source)
+        .map_err(|e| invalid("page.template", format!("{}: {e}", path.display())))?;
+    warnings.extend(
+        lint.into_iter()
+            .map(|w| format!("page.template: {}: {w}", path.display())),
+    );
+    Ok(Some(Arc::new(compiled)))
+}
+
+/// The room id names cookies and store keys (and Cloudflare's room): letters, digits, - and _.
+pub(crate) fn check_room_id(id: &str) -> Result<(), ConfigError> {
+    if id.is_empty()
+        || id.len() > 64
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(invalid(
+            "room.id",
+            "must be 1-64 characters of letters, digits, '-' and '_'",
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn same_site(text: &str) -> Result<SameSite, ConfigError> {
+    match text.to_ascii_lowercase().as_str() {
+        "strict" => Ok(SameSite::Strict),
+        "lax" => Ok(SameSite::Lax),
+        "none" => Ok(SameSite::None),
+        other => Err(invalid(
+            "pass.cookie_samesite",
+            format!("{other:?} is not one of Strict, Lax, None"),
+        )),
+    }
 }
 
 /// A secret from the environment or the file, or in dev mode a random one.
@@ -387,27 +462,34 @@ impl Config {
         env: &dyn Environment,
         dev: bool,
     ) -> Result<(Config, Vec<String>), ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        Self::parse(&text, env, dev)
+        let file = ConfigFile::read(path)?;
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        Self::from_file_in(file, env, dev, base_dir)
     }
 
+    /// A config from text; a relative `[page] template` is taken from the working directory.
     pub fn parse(
         text: &str,
         env: &dyn Environment,
         dev: bool,
     ) -> Result<(Config, Vec<String>), ConfigError> {
-        let file: ConfigFile =
-            toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
-        Self::from_file(file, env, dev)
+        Self::from_file(ConfigFile::parse(text)?, env, dev)
     }
 
     pub fn from_file(
+        file: ConfigFile,
+        env: &dyn Environment,
+        dev: bool,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        Self::from_file_in(file, env, dev, Path::new("."))
+    }
+
+    /// `base_dir` is where relative file names in the config (the page template) live.
+    pub fn from_file_in(
         mut file: ConfigFile,
         env: &dyn Environment,
         dev: bool,
+        base_dir: &Path,
     ) -> Result<(Config, Vec<String>), ConfigError> {
         let mut warnings = Vec::new();
         let pass_secret = secret(
@@ -428,17 +510,7 @@ impl Config {
         )?;
 
         let room_id = file.room.id.clone();
-        if room_id.is_empty()
-            || room_id.len() > 64
-            || !room_id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(invalid(
-                "room.id",
-                "must be 1-64 characters of letters, digits, '-' and '_'",
-            ));
-        }
+        check_room_id(&room_id)?;
         if !file.room.path.starts_with('/') {
             return Err(invalid("room.path", "must start with '/'"));
         }
@@ -481,17 +553,7 @@ impl Config {
                 "must be letters, digits, '-', '_' or '.'",
             ));
         }
-        let samesite = match pass.cookie_samesite.to_ascii_lowercase().as_str() {
-            "strict" => SameSite::Strict,
-            "lax" => SameSite::Lax,
-            "none" => SameSite::None,
-            other => {
-                return Err(invalid(
-                    "pass.cookie_samesite",
-                    format!("{other:?} is not one of Strict, Lax, None"),
-                ));
-            }
-        };
+        let samesite = same_site(&pass.cookie_samesite)?;
         if samesite == SameSite::None && !pass.cookie_secure {
             return Err(invalid(
                 "pass.cookie_samesite",
@@ -562,6 +624,7 @@ impl Config {
             admin_address: socket_addr("admin.address", &file.admin.address)?,
             admin_token,
             branding: branding(&file.page, &room.name)?,
+            custom_page: custom_page(&file.page, base_dir, &mut warnings)?,
             room,
             file,
         };

@@ -1,0 +1,80 @@
+# The room, its scheduled drops, its bypass rules and the zone-wide waiting-room settings.
+# custom_page_html is waiting.html beside this file: the same Mustache page waitroom-proxy
+# serves with `[page] template`, so visitors see one page whichever variant runs.
+
+resource "cloudflare_waiting_room" "room" {
+  zone_id     = var.zone_id
+  name        = var.room_name
+  description = var.description
+  host        = var.host
+  path        = var.path
+
+  total_active_users   = var.total_active_users
+  new_users_per_minute = var.new_users_per_minute
+  # Minutes, unlike drop.toml's duration strings.
+  session_duration        = var.session_duration
+  disable_session_renewal = var.disable_session_renewal
+
+  queueing_method      = var.queueing_method
+  queueing_status_code = var.queueing_status_code
+  queue_all            = var.queue_all
+  suspended            = var.suspended
+
+  # Clients written for either variant poll the same JSON.
+  json_response_enabled     = true
+  custom_page_html          = file("${path.module}/waiting.html")
+  default_template_language = var.default_template_language
+
+  cookie_suffix = var.cookie_suffix == "" ? null : var.cookie_suffix
+  cookie_attributes = {
+    samesite = var.cookie_samesite
+    secure   = var.cookie_secure
+  }
+
+  enabled_origin_commands = var.enabled_origin_commands
+}
+
+resource "cloudflare_waiting_room_event" "drop" {
+  count = length(var.events)
+
+  zone_id         = var.zone_id
+  waiting_room_id = cloudflare_waiting_room.room.id
+
+  name                   = var.events[count.index].name
+  description            = var.events[count.index].description
+  prequeue_start_time    = var.events[count.index].prequeue_start_time
+  event_start_time       = var.events[count.index].event_start_time
+  event_end_time         = var.events[count.index].event_end_time
+  shuffle_at_event_start = var.events[count.index].shuffle_at_event_start
+  suspended              = var.events[count.index].suspended
+
+  # Null inherits the room's value.
+  total_active_users      = var.events[count.index].total_active_users
+  new_users_per_minute    = var.events[count.index].new_users_per_minute
+  session_duration        = var.events[count.index].session_duration
+  disable_session_renewal = var.events[count.index].disable_session_renewal
+  queueing_method         = var.events[count.index].queueing_method
+  turnstile_mode          = var.events[count.index].turnstile_mode
+  turnstile_action        = var.events[count.index].turnstile_action
+}
+
+resource "cloudflare_waiting_room_rules" "bypass" {
+  # The provider wants at least one rule: no rules, no resource.
+  count = length(var.bypass_rules) > 0 ? 1 : 0
+
+  zone_id         = var.zone_id
+  waiting_room_id = cloudflare_waiting_room.room.id
+
+  rules = [for rule in var.bypass_rules : {
+    action      = "bypass_waiting_room"
+    expression  = rule.expression
+    description = rule.description
+    enabled     = rule.enabled
+  }]
+}
+
+# Zone-wide: applies to every waiting room of the zone, not only this one.
+resource "cloudflare_waiting_room_settings" "zone" {
+  zone_id                      = var.zone_id
+  search_engine_crawler_bypass = var.search_engine_crawler_bypass
+}

@@ -1,0 +1,457 @@
+//! `waitroom-proxy export-terraform`: drop.toml as the variables of infra/cloudflare, so the
+//! managed room runs on the same numbers, and a list of what Cloudflare cannot express.
+//!
+//! Pure: a parsed file in, the tfvars text and the notes out. Every list the Terraform iterates
+//! (bypass rules now, scheduled events once drop.toml has them) is a list of HCL objects built
+//! by `objects`, so a new kind of entry only needs its own fields.
+
+use std::time::Duration;
+
+use hcl::{Attribute, Body, Expression, Identifier, ObjectKey};
+
+use crate::config::file::ConfigFile;
+use crate::config::model::{ConfigError, SameSite, check_room_id, invalid, same_site};
+use crate::config::{QueueingMethod, RoomSettings};
+use crate::locale::PageLanguage;
+use crate::route::PathPattern;
+
+/// Cloudflare refuses smaller `total_active_users` and `new_users_per_minute`.
+pub const CLOUDFLARE_MIN_USERS: u64 = 200;
+/// Cloudflare's session_duration bounds, in minutes.
+const SESSION_MINUTES: (u64, u64) = (1, 30);
+/// Fixed on Cloudflare: a queued visitor keeps its place this long after its last refresh.
+const CLOUDFLARE_ABANDON_AFTER: Duration = Duration::from_secs(300);
+/// Fixed on Cloudflare: the waiting page refreshes this often.
+const CLOUDFLARE_REFRESH: Duration = Duration::from_secs(20);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot write HCL: {0}")]
+    Hcl(#[from] hcl::Error),
+}
+
+#[derive(Debug)]
+pub struct TerraformExport {
+    /// terraform.tfvars for infra/cloudflare, the notes repeated at the top as comments.
+    pub tfvars: String,
+    /// What Cloudflare cannot express or does differently, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// The variables of infra/cloudflare from a drop.toml; `source` names it in the header.
+pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport, ExportError> {
+    let room = &file.room;
+    check_room_id(&room.id)?;
+    let settings = RoomSettings::from_section(room)?;
+    let language = PageLanguage::parse(&file.page.default_template_language)
+        .map_err(|e| invalid("page.default_template_language", e))?;
+    let samesite = same_site(&file.pass.cookie_samesite)?;
+    let mut notes = Vec::new();
+    let mut vars: Vec<Attribute> = Vec::new();
+
+    vars.push(Attribute::new("room_name", room.id.as_str()));
+    vars.push(Attribute::new("description", room.name.as_str()));
+    match &room.host {
+        Some(host) => vars.push(Attribute::new("host", host.as_str())),
+        None => notes.push(
+            "room.host is not set: Cloudflare needs the host a room protects; add host = \
+             \"shop.example.com\" to the tfvars (terraform asks for it otherwise)"
+                .to_owned(),
+        ),
+    }
+    vars.push(Attribute::new("path", room.path.as_str()));
+
+    for (key, value) in [
+        ("total_active_users", settings.total_active_users),
+        ("new_users_per_minute", settings.new_users_per_minute),
+    ] {
+        vars.push(Attribute::new(key, value));
+        if value < CLOUDFLARE_MIN_USERS {
+            notes.push(format!(
+                "room.{key} = {value}: Cloudflare's minimum is {CLOUDFLARE_MIN_USERS}; the value \
+                 is exported as is and terraform refuses it, because a managed room cannot \
+                 protect a shop this small: raise it knowingly or stay on the proxy"
+            ));
+        }
+    }
+    if settings.burst != settings.new_users_per_minute {
+        notes.push(format!(
+            "room.burst = {}: Cloudflare has no burst; it spreads new_users_per_minute over the \
+             minute",
+            settings.burst
+        ));
+    }
+    notes.push(
+        "capacity: Cloudflare's total_active_users and new_users_per_minute are targets shared \
+         between its data centres and may be overshot; the proxy's are hard limits"
+            .to_owned(),
+    );
+
+    let (minutes, session_note) = session_minutes(settings.session_duration);
+    vars.push(Attribute::new("session_duration", minutes));
+    if let Some(note) = session_note {
+        notes.push(note);
+    }
+    vars.push(Attribute::new(
+        "disable_session_renewal",
+        settings.disable_session_renewal,
+    ));
+    vars.push(Attribute::new(
+        "queueing_method",
+        settings.queueing_method.as_str(),
+    ));
+    if settings.queueing_method == QueueingMethod::Random {
+        notes.push(
+            "room.queueing_method = \"random\": Cloudflare draws at random too, but its page \
+             shows neither how many wait nor a place, and its admissions are budgeted per data \
+             centre rather than drawn from one line"
+                .to_owned(),
+        );
+    }
+    vars.push(Attribute::new(
+        "queueing_status_code",
+        u64::from(settings.queueing_status_code),
+    ));
+    vars.push(Attribute::new("queue_all", settings.queue_all));
+    vars.push(Attribute::new("suspended", settings.suspended));
+
+    if settings.refresh_interval != CLOUDFLARE_REFRESH {
+        notes.push(format!(
+            "room.refresh_interval = {:?}: Cloudflare refreshes the waiting page every 20s",
+            settings.refresh_interval
+        ));
+    }
+    if settings.abandon_after != CLOUDFLARE_ABANDON_AFTER {
+        notes.push(format!(
+            "room.abandon_after = {:?}: Cloudflare keeps a queued visitor's place for 5 minutes \
+             after its last refresh",
+            settings.abandon_after
+        ));
+    }
+    notes.push(format!(
+        "room.claim_window = {:?}: Cloudflare has no called-but-not-back state; it decides \
+         admission when the visitor's own request arrives",
+        settings.claim_window
+    ));
+    notes.push(
+        "exact positions: Cloudflare shows only a wait estimate; {{position}} and {{queued}} \
+         render empty at the edge (waiting.html then shows the estimate)"
+            .to_owned(),
+    );
+
+    vars.push(Attribute::new("cookie_suffix", room.id.as_str()));
+    vars.push(Attribute::new(
+        "cookie_samesite",
+        match samesite {
+            SameSite::Strict => "strict",
+            SameSite::Lax => "lax",
+            SameSite::None => "none",
+        },
+    ));
+    vars.push(Attribute::new(
+        "cookie_secure",
+        if file.pass.cookie_secure {
+            "always"
+        } else {
+            "never"
+        },
+    ));
+
+    let language_tag = match language {
+        PageLanguage::Fixed(locale) => locale.tag(),
+        PageLanguage::Auto => {
+            notes.push(
+                "page.default_template_language = \"auto\": Cloudflare's built-in page has one \
+                 language per room; exported as en-US"
+                    .to_owned(),
+            );
+            "en-US"
+        }
+    };
+    vars.push(Attribute::new("default_template_language", language_tag));
+    notes.push(match &file.page.template {
+        Some(template) => format!(
+            "page.template = {template:?}: Cloudflare's custom_page_html is read from \
+             infra/cloudflare/waiting.html; keep the two the same file"
+        ),
+        None => "[page] colours, logo and texts style the proxy's built-in page only: the \
+                 managed room serves infra/cloudflare/waiting.html (custom_page_html)"
+            .to_owned(),
+    });
+
+    let commands: Vec<Expression> = room
+        .enabled_origin_commands
+        .iter()
+        .map(|c| Expression::from(c.as_str()))
+        .collect();
+    vars.push(Attribute::new("enabled_origin_commands", commands));
+
+    let bypass_rules = settings.bypass.iter().map(|pattern| {
+        vec![
+            ("description", format!("bypass {}", pattern.as_str())),
+            ("expression", bypass_expression(pattern)),
+        ]
+    });
+    vars.push(Attribute::new("bypass_rules", objects(bypass_rules)));
+    vars.push(Attribute::new("events", objects(std::iter::empty())));
+
+    let body = Body::builder().add_attributes(vars).build();
+    let mut tfvars = header(source, &notes);
+    tfvars.push_str(&hcl::format::to_string(&body)?);
+    Ok(TerraformExport { tfvars, notes })
+}
+
+/// A list of HCL objects, one per entry, each a list of (field, text) pairs.
+fn objects(entries: impl Iterator<Item = Vec<(&'static str, String)>>) -> Expression {
+    Expression::Array(
+        entries
+            .map(|fields| {
+                fields
+                    .into_iter()
+                    .map(|(key, value)| (ObjectKey::from(Identifier::unchecked(key)), value))
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+fn header(source: &str, notes: &[String]) -> String {
+    let mut text = format!(
+        "# Written by `waitroom-proxy export-terraform` from {source}: change {source} and \
+         export again.\n# zone_id is not in it: set zone_id in another .tfvars file or \
+         TF_VAR_zone_id.\n# Scheduled events (events = [...]) come from drop.toml once it has \
+         them.\n#\n# What Cloudflare cannot express or does differently:\n"
+    );
+    for note in notes {
+        text.push_str(&format!("# - {note}\n"));
+    }
+    text.push('\n');
+    text
+}
+
+/// Whole minutes within Cloudflare's 1..30 (nearest minute, halves up), and a note when that
+/// changes the session.
+fn session_minutes(session: Duration) -> (u64, Option<String>) {
+    let seconds = session.as_secs_f64();
+    let rounded = ((seconds / 60.0).round() as u64).clamp(SESSION_MINUTES.0, SESSION_MINUTES.1);
+    let exact = Duration::from_secs(rounded * 60) == session;
+    let note = (!exact).then(|| {
+        format!(
+            "room.session_duration = {session:?}: Cloudflare counts whole minutes from {} to {}; \
+             exported as {rounded}",
+            SESSION_MINUTES.0, SESSION_MINUTES.1
+        )
+    });
+    (rounded, note)
+}
+
+/// A Cloudflare Rules-language string literal.
+fn rules_string(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Our bypass pattern as a Cloudflare rule expression on the same path, case-sensitive like ours:
+/// an exact path, a prefix, a suffix, or else a strict wildcard (where `*` matches slashes too,
+/// as in ours).
+pub fn bypass_expression(pattern: &PathPattern) -> String {
+    let text = pattern.as_str();
+    const PATH: &str = "http.request.uri.path";
+    let stars = text.matches('*').count();
+    match (stars, text.strip_suffix('*'), text.strip_prefix('*')) {
+        (0, _, _) => format!("{PATH} eq {}", rules_string(text)),
+        (1, Some(prefix), _) if !prefix.is_empty() => {
+            format!("starts_with({PATH}, {})", rules_string(prefix))
+        }
+        (1, _, Some(suffix)) if !suffix.is_empty() => {
+            format!("ends_with({PATH}, {})", rules_string(suffix))
+        }
+        // In a wildcard value a backslash escapes the next character.
+        _ => format!(
+            "{PATH} strict wildcard {}",
+            rules_string(&text.replace('\\', "\\\\"))
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_with_limits(total: u64, rate: u64, room_extra: &str, rest: &str) -> ConfigFile {
+        let text = format!(
+            "[origin]\naddress = \"127.0.0.1:3000\"\n[room]\nid = \"spring-drop\"\n\
+             name = \"Spring \\\"${{drop}}\\\"\"\ntotal_active_users = {total}\n\
+             new_users_per_minute = {rate}\n{room_extra}\n{rest}"
+        );
+        ConfigFile::parse(&text).unwrap()
+    }
+
+    fn file(room_extra: &str, rest: &str) -> ConfigFile {
+        file_with_limits(500, 250, room_extra, rest)
+    }
+
+    fn export(room_extra: &str, rest: &str) -> TerraformExport {
+        terraform_vars(&file(room_extra, rest), "drop.toml").unwrap()
+    }
+
+    fn parsed(export: &TerraformExport) -> serde_json::Value {
+        hcl::from_str(&export.tfvars).unwrap_or_else(|e| panic!("{e}\n{}", export.tfvars))
+    }
+
+    fn notes_about<'a>(export: &'a TerraformExport, needle: &str) -> Vec<&'a String> {
+        export.notes.iter().filter(|n| n.contains(needle)).collect()
+    }
+
+    #[test]
+    fn the_room_maps_key_for_key() {
+        let out = export(
+            "host = \"shop.example.com\"\npath = \"/drops\"\nsession_duration = \"10m\"\n\
+             disable_session_renewal = true\nqueueing_method = \"random\"\n\
+             queueing_status_code = 202\nqueue_all = true\nsuspended = true\n\
+             enabled_origin_commands = [\"revoke\"]",
+            "[pass]\ncookie_samesite = \"Strict\"\ncookie_secure = false\n\
+             [page]\ndefault_template_language = \"fr-FR\"",
+        );
+        let v = parsed(&out);
+        assert_eq!(v["room_name"], "spring-drop");
+        assert_eq!(v["description"], "Spring \"${drop}\"");
+        assert_eq!(v["host"], "shop.example.com");
+        assert_eq!(v["path"], "/drops");
+        assert_eq!(v["total_active_users"], 500);
+        assert_eq!(v["new_users_per_minute"], 250);
+        assert_eq!(v["session_duration"], 10);
+        assert_eq!(v["disable_session_renewal"], true);
+        assert_eq!(v["queueing_method"], "random");
+        assert_eq!(v["queueing_status_code"], 202);
+        assert_eq!(v["queue_all"], true);
+        assert_eq!(v["suspended"], true);
+        assert_eq!(v["cookie_suffix"], "spring-drop");
+        assert_eq!(v["cookie_samesite"], "strict");
+        assert_eq!(v["cookie_secure"], "never");
+        assert_eq!(v["default_template_language"], "fr-FR");
+        assert_eq!(v["enabled_origin_commands"], serde_json::json!(["revoke"]));
+        assert_eq!(v["bypass_rules"], serde_json::json!([]));
+        assert_eq!(v["events"], serde_json::json!([]));
+        assert!(
+            out.tfvars
+                .contains(r#"description = "Spring \"$${drop}\"""#),
+            "a template marker in a name stays literal: {}",
+            out.tfvars
+        );
+        assert_eq!(notes_about(&out, "random").len(), 1);
+        assert!(notes_about(&out, "room.host").is_empty());
+        assert!(notes_about(&out, "session_duration").is_empty());
+    }
+
+    #[test]
+    fn durations_become_whole_minutes_within_cloudflares_range() {
+        assert_eq!(session_minutes(Duration::from_secs(300)), (5, None));
+        for (seconds, minutes) in [(30, 1), (89, 1), (90, 2), (150, 3), (45 * 60, 30), (1, 1)] {
+            let (got, note) = session_minutes(Duration::from_secs(seconds));
+            assert_eq!(got, minutes, "{seconds}s");
+            let note = note.unwrap_or_default();
+            assert!(note.contains(&format!("exported as {minutes}")), "{note}");
+        }
+        let out = export("session_duration = \"30s\"", "");
+        assert_eq!(parsed(&out)["session_duration"], 1);
+        assert_eq!(notes_about(&out, "room.session_duration = 30s").len(), 1);
+    }
+
+    #[test]
+    fn what_cloudflare_cannot_express_is_said() {
+        let out = export(
+            "burst = 10\nrefresh_interval = \"5s\"\nabandon_after = \"1m\"\n\
+             claim_window = \"15s\"",
+            "[page]\ndefault_template_language = \"auto\"\ntemplate = \"mine.html\"",
+        );
+        for needle in [
+            "room.host is not set",
+            "room.burst = 10",
+            "room.refresh_interval = 5s",
+            "room.abandon_after = 60s",
+            "room.claim_window = 15s",
+            "exact positions",
+            "\"auto\"",
+            "\"mine.html\"",
+        ] {
+            assert_eq!(
+                notes_about(&out, needle).len(),
+                1,
+                "{needle}: {:?}",
+                out.notes
+            );
+        }
+        let v = parsed(&out);
+        assert_eq!(v["default_template_language"], "en-US");
+        assert!(v.get("host").is_none());
+        for note in &out.notes {
+            assert!(out.tfvars.contains(&format!("# - {note}\n")));
+        }
+
+        let small = terraform_vars(&file_with_limits(50, 10, "", ""), "drop.toml").unwrap();
+        let v = parsed(&small);
+        assert_eq!(v["total_active_users"], 50, "exported as is");
+        assert_eq!(v["new_users_per_minute"], 10);
+        assert_eq!(notes_about(&small, "minimum is 200").len(), 2);
+    }
+
+    #[test]
+    fn bypass_patterns_become_rule_expressions() {
+        let p = |s: &str| bypass_expression(&PathPattern::parse(s).unwrap());
+        assert_eq!(
+            p("/favicon.ico"),
+            r#"http.request.uri.path eq "/favicon.ico""#
+        );
+        assert_eq!(
+            p("/static/*"),
+            r#"starts_with(http.request.uri.path, "/static/")"#
+        );
+        assert_eq!(p("*.css"), r#"ends_with(http.request.uri.path, ".css")"#);
+        assert_eq!(
+            p("/a/*/b*"),
+            r#"http.request.uri.path strict wildcard "/a/*/b*""#
+        );
+        assert_eq!(p("*"), r#"http.request.uri.path strict wildcard "*""#);
+        assert_eq!(
+            p("/say\"hi\"\\"),
+            r#"http.request.uri.path eq "/say\"hi\"\\""#
+        );
+        // No escapes in our patterns: a backslash is a character like any other.
+        assert_eq!(p("/x\\*"), r#"starts_with(http.request.uri.path, "/x\\")"#);
+        assert_eq!(
+            p("/a\\b/*/c"),
+            r#"http.request.uri.path strict wildcard "/a\\\\b/*/c""#
+        );
+
+        let out = export("bypass = [\"/static/*\", \"*.js\"]", "");
+        assert_eq!(
+            parsed(&out)["bypass_rules"],
+            serde_json::json!([
+                {
+                    "description": "bypass /static/*",
+                    "expression": "starts_with(http.request.uri.path, \"/static/\")"
+                },
+                {
+                    "description": "bypass *.js",
+                    "expression": "ends_with(http.request.uri.path, \".js\")"
+                }
+            ])
+        );
+    }
+
+    #[test]
+    fn invalid_settings_are_refused_naming_the_key() {
+        let bad = |room: &str, rest: &str| match terraform_vars(&file(room, rest), "x") {
+            Ok(_) => panic!("accepted {room} {rest}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(bad("queueing_method = \"lifo\"", "").starts_with("room.queueing_method"));
+        assert!(
+            bad("", "[page]\ndefault_template_language = \"xx\"")
+                .starts_with("page.default_template_language")
+        );
+        assert!(bad("", "[pass]\ncookie_samesite = \"lots\"").starts_with("pass.cookie_samesite"));
+    }
+}
