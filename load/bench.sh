@@ -19,9 +19,12 @@
 # (c) waitroom-proxy admitted path (valid pass cookie -> origin), (d) waiting-room JSON poll
 # (ticket cookie, Accept: application/json), (e) the same poll for the HTML page, (f) new
 # visitors (no cookie, room full: each request joins the line and gets a signed ticket).
-# Prints one markdown table and writes it, with the machine and the knobs, to
-# load/results/bench-<timestamp>.md (git-ignored). Everything listens on 127.0.0.1 only; every
-# process started here is stopped on exit.
+# Prints one markdown table (requests/s, p50/p99 latency, requests/s relative to the nginx proxy
+# and to the waitroom admitted path, CPU per request of the server under test, errors) and writes
+# it, with the machine and the knobs, to load/results/bench-<timestamp>.md (git-ignored).
+# CPU µs/req is the robust number on a shared or busy machine: requests/s there depends on how much
+# CPU the other processes leave. Everything listens on 127.0.0.1 only; every process started here
+# is stopped on exit.
 set -euo pipefail
 
 DURATION=${DURATION:-10s}
@@ -77,6 +80,12 @@ if [[ ! -x $BIN || $REBUILD == 1 ]]; then
 fi
 [[ -x $BIN ]] || die "no binary at $BIN"
 
+# Other work on the machine skews every number: note the load, warn when it is high.
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+if awk -v l="${LOAD_BEFORE%% *}" -v n="$(nproc)" 'BEGIN { exit !(l > n / 2) }'; then
+    log "warning: load average is $LOAD_BEFORE on $(nproc) CPUs: other work will skew the results"
+fi
+
 # ---------------------------------------------------------------- process bookkeeping
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/waitroom-bench.XXXXXX")
 PIDS=()        # long-running servers, stopped in reverse order
@@ -118,14 +127,14 @@ trap 'exit 143' TERM
 
 # ---------------------------------------------------------------- helpers
 USED_PORTS=" "
-free_port() {
+free_port() { # var-name: sets it to a port nothing on this host uses (listening or connected)
     local p i
     for ((i = 0; i < 200; i++)); do
         p=$((20000 + RANDOM % 40000))
         [[ $USED_PORTS == *" $p "* ]] && continue
         if [[ -z $(ss -Htan "( sport = :$p )" 2>/dev/null) ]]; then
             USED_PORTS+="$p "
-            echo "$p"
+            printf -v "$1" '%s' "$p"
             return 0
         fi
     done
@@ -159,10 +168,10 @@ cookie_from_headers() { # prints the waitroom= value of the Set-Cookie header, i
 header_value() { sed -n "s/^$1: *//p" <<<"$HEADERS" | head -n1; }
 
 # ---------------------------------------------------------------- 2./3. nginx origin and proxy
-ORIGIN_PORT=$(free_port)
-NGINX_PROXY_PORT=$(free_port)
-WR_PORT=$(free_port)
-ADMIN_PORT=$(free_port)
+free_port ORIGIN_PORT
+free_port NGINX_PROXY_PORT
+free_port WR_PORT
+free_port ADMIN_PORT
 KB_BODY=$(head -c 1024 /dev/zero | tr '\0' 'x')
 
 nginx_conf() { # name server-block
@@ -194,8 +203,9 @@ start_nginx() { # name port
     "$NGINX" -p "$TMP/$name" -c "$TMP/$name/nginx.conf" -e "$TMP/$name.log" -t -q ||
         die "nginx config of $name rejected; see $TMP/$name.log"
     "$NGINX" -p "$TMP/$name" -c "$TMP/$name/nginx.conf" -e "$TMP/$name.log" \
-        >>"$TMP/$name.log" 2>&1 &
+        >"$TMP/$name.out" 2>&1 &
     PIDS+=("$!:TERM")
+    LAST_PID=$!
     wait_listening "$port" "$name" "$!"
 }
 
@@ -207,6 +217,7 @@ nginx_conf origin "
         location = /1k { return 200 \"$KB_BODY\"; }
     }"
 start_nginx origin "$ORIGIN_PORT"
+ORIGIN_PID=$LAST_PID
 
 nginx_conf nginx-proxy "
     upstream origin {
@@ -222,6 +233,7 @@ nginx_conf nginx-proxy "
         }
     }"
 start_nginx nginx-proxy "$NGINX_PROXY_PORT"
+NGINX_PROXY_PID=$LAST_PID
 
 # ---------------------------------------------------------------- 4. waitroom-proxy
 cat >"$TMP/waitroom.toml" <<EOF
@@ -256,6 +268,7 @@ WR_ADMIN_TOKEN=${WR_ADMIN_TOKEN:-$(head -c 32 /dev/urandom | base64 | tr -d '=+/
 WR_JWT_SECRET=$WR_JWT_SECRET WR_ADMIN_TOKEN=$WR_ADMIN_TOKEN RUST_LOG=${RUST_LOG:-info} \
     "$BIN" --config "$TMP/waitroom.toml" >"$TMP/waitroom.log" 2>&1 &
 PIDS+=("$!:INT")
+WR_PID=$!
 wait_listening "$WR_PORT" waitroom "$!"
 wait_listening "$ADMIN_PORT" waitroom "$!"
 
@@ -294,7 +307,20 @@ SCEN_NAMES=(
     [4]="(e) waitroom poll, HTML page (ticket cookie)"
     [5]="(f) waitroom new visitor (no cookie, joins line)"
 )
-declare -A RPS P50 P99 ERRS
+declare -A RPS P50 P99 ERRS CPU_US
+CLK_TCK=$(getconf CLK_TCK)
+
+# CPU time (user + system, in clock ticks) the given processes have used so far.
+cpu_ticks() {
+    local t=0 p
+    for p in "$@"; do
+        # After "pid (comm) " the fields start at state: utime and stime are the 12th and 13th.
+        t=$((t + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat")))
+    done
+    echo "$t"
+}
+# The server under test: nginx is measured by its workers, waitroom-proxy as a whole.
+nginx_workers() { pgrep -P "$1" | xargs; }
 
 to_ms() { # wrk latency such as 812.00us, 1.23ms, 2.01s -> milliseconds
     awk -v v="$1" 'BEGIN {
@@ -322,26 +348,34 @@ warm_up() { # url [wrk args...]
     WRK_PID=""
 }
 
-scenario() { # index url check-fn [wrk -H args...]
-    local i=$1 url=$2 check=$3
-    shift 3
+scenario() { # index url check-fn "server pids" [wrk -H args...]
+    local i=$1 url=$2 check=$3 pids=$4
+    shift 4
     local name=${SCEN_NAMES[i]}
     local out="$TMP/wrk-$i.txt"
     "$check" || die "$name: the check request did not hit the intended path"
     log "$name: ${DURATION} x ${CONNECTIONS} connections"
     warm_up "$url" "$@"
+    local ticks0 ticks1 total
+    # shellcheck disable=SC2086 # a list of pids
+    ticks0=$(cpu_ticks $pids)
     run_wrk "$out" "$url" "$@"
+    # shellcheck disable=SC2086
+    ticks1=$(cpu_ticks $pids)
+    total=$(awk '/ requests in / { print $1 }' "$out")
     local rps p50 p99 non2xx sock
     rps=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$out")
     p50=$(awk '$1 == "50%" { print $2 }' "$out")
     p99=$(awk '$1 == "99%" { print $2 }' "$out")
     [[ -n $rps && -n $p50 && -n $p99 ]] || die "cannot parse wrk output of $name: $(cat "$out")"
     non2xx=$(awk '/Non-2xx or 3xx responses:/ { print $NF }' "$out")
-    sock=$(awk -F'[ ,]+' '/Socket errors:/ { print $4 + $6 + $8 + $10 }' "$out")
+    sock=$(awk '/Socket errors:/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) n += $i; print n + 0 }' "$out")
     RPS[$i]=$rps
     P50[$i]=$(to_ms "$p50")
     P99[$i]=$(to_ms "$p99")
     ERRS[$i]=$((${non2xx:-0} + ${sock:-0}))
+    CPU_US[$i]=$(awk -v t=$((ticks1 - ticks0)) -v hz="$CLK_TCK" -v n="${total:-0}" \
+        'BEGIN { if (n > 0) printf "%.1f", t / hz / n * 1e6; else print "—" }')
     "$check" || die "$name: after the run the path no longer answers as expected"
 }
 
@@ -376,15 +410,26 @@ check_newcomer() {
         { log "new-visitor check: status $STATUS, body ${BODY:0:200}"; return 1; }
 }
 
-[[ $SCENARIOS == *a* ]] && scenario 0 "$ORIGIN_URL" check_origin
-[[ $SCENARIOS == *b* ]] && scenario 1 "$PROXY_URL" check_proxy
-[[ $SCENARIOS == *c* ]] && scenario 2 "$WR_URL" check_admitted -H "Cookie: waitroom=$PASS"
-[[ $SCENARIOS == *d* ]] && scenario 3 "$WR_URL" check_poll_json \
-    -H "Cookie: waitroom=$TICKET" -H 'Accept: application/json'
-[[ $SCENARIOS == *e* ]] && scenario 4 "$WR_URL" check_poll_html \
-    -H "Cookie: waitroom=$TICKET" -H 'Accept: text/html'
+if [[ $SCENARIOS == *a* ]]; then
+    scenario 0 "$ORIGIN_URL" check_origin "$(nginx_workers "$ORIGIN_PID")"
+fi
+if [[ $SCENARIOS == *b* ]]; then
+    scenario 1 "$PROXY_URL" check_proxy "$(nginx_workers "$NGINX_PROXY_PID")"
+fi
+if [[ $SCENARIOS == *c* ]]; then
+    scenario 2 "$WR_URL" check_admitted "$WR_PID" -H "Cookie: waitroom=$PASS"
+fi
+if [[ $SCENARIOS == *d* ]]; then
+    scenario 3 "$WR_URL" check_poll_json "$WR_PID" \
+        -H "Cookie: waitroom=$TICKET" -H 'Accept: application/json'
+fi
+if [[ $SCENARIOS == *e* ]]; then
+    scenario 4 "$WR_URL" check_poll_html "$WR_PID" -H "Cookie: waitroom=$TICKET" -H 'Accept: text/html'
+fi
 # Last: it fills the line with hundreds of thousands of tickets.
-[[ $SCENARIOS == *f* ]] && scenario 5 "$WR_URL" check_newcomer -H 'Accept: text/html'
+if [[ $SCENARIOS == *f* ]]; then
+    scenario 5 "$WR_URL" check_newcomer "$WR_PID" -H 'Accept: text/html'
+fi
 
 # ---------------------------------------------------------------- 7. the table
 ratio() { # a b -> a/b with 2 decimals, or an em dash
@@ -392,12 +437,12 @@ ratio() { # a b -> a/b with 2 decimals, or an em dash
     awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
 }
 
-TABLE="| scenario | requests/s | p50 ms | p99 ms | × nginx proxy | × waitroom admitted | errors |
-|---|--:|--:|--:|--:|--:|--:|"
+TABLE="| scenario | requests/s | p50 ms | p99 ms | × nginx proxy | × waitroom admitted | server CPU µs/req | errors |
+|---|--:|--:|--:|--:|--:|--:|--:|"
 for i in 0 1 2 3 4 5; do
     [[ -n ${RPS[$i]:-} ]] || continue
     TABLE+="
-| ${SCEN_NAMES[i]} | ${RPS[$i]} | ${P50[$i]} | ${P99[$i]} | $(ratio "${RPS[$i]}" "${RPS[1]:-}") | $(ratio "${RPS[$i]}" "${RPS[2]:-}") | ${ERRS[$i]} |"
+| ${SCEN_NAMES[i]} | ${RPS[$i]} | ${P50[$i]} | ${P99[$i]} | $(ratio "${RPS[$i]}" "${RPS[1]:-}") | $(ratio "${RPS[$i]}" "${RPS[2]:-}") | ${CPU_US[$i]} | ${ERRS[$i]} |"
 done
 
 CPU=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
@@ -409,11 +454,13 @@ RESULT="$ROOT/load/results/bench-$STAMP.md"
 {
     echo "## waitroom benchmark $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo
-    echo "- machine: $(nproc) CPUs, $CPU, $(uname -sr)"
+    echo "- machine: $(nproc) CPUs, $CPU, $(uname -sr); load average before the run: $LOAD_BEFORE"
     echo "- knobs: DURATION=$DURATION CONNECTIONS=$CONNECTIONS THREADS=$THREADS WARMUP=$WARMUP ORIGIN_PATH=$ORIGIN_PATH"
     echo "- wrk -t1 -c$CONNECTIONS -d$DURATION --latency on 127.0.0.1; load generator, proxies and origin share the machine"
     echo "- waitroom $REV, binary $BIN ($(date -u -r "$BIN" '+%Y-%m-%d %H:%M UTC')); $("$NGINX" -v 2>&1)"
-    echo "- ratios are requests/s relative to the nginx proxy row and to the waitroom admitted row"
+    echo "- ratios: requests/s relative to the nginx proxy row and to the waitroom admitted row"
+    echo "- server CPU µs/req: user + system CPU of the server under test only (nginx workers, or the"
+    echo "  waitroom-proxy process; not the origin behind a proxy) over the timed run, per request"
     echo
     echo "$TABLE"
     echo

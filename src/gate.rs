@@ -531,7 +531,12 @@ impl Gate {
         queued: u64,
     ) -> Verdict {
         let now = self.clock.now_ms();
-        ticket.expires_at = now + settings.limits().abandon_after_ms;
+        let abandon_after = settings.limits().abandon_after_ms;
+        // Signing costs a share of a poll: a ticket is signed again only when it changed (new,
+        // or just looked up) or a tenth of its life has gone, like a pass's renewal.
+        let issued_at = ticket.expires_at - abandon_after;
+        let sign = ticket.seen.at == now || now - issued_at >= abandon_after / 10;
+        ticket.expires_at = now + abandon_after;
         let refresh = settings.refresh_interval.as_secs().max(1);
         let body = self.status_body(settings, position, queued);
         let shown_position = match settings.queueing_method {
@@ -565,7 +570,7 @@ impl Gate {
             }
         };
         reply = reply.with_header("refresh", refresh.to_string());
-        if let Some(cookie) = self.ticket_cookie(&ticket, settings) {
+        if sign && let Some(cookie) = self.ticket_cookie(&ticket, settings) {
             reply = reply.with_header("set-cookie", cookie);
         }
         Verdict::Respond {

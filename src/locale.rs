@@ -3,6 +3,8 @@
 //!
 //! The JSON status keeps Cloudflare's English whatever the page language: clients parse it.
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 
 use crate::core::estimate::{WaitEstimate, minutes_ceil};
@@ -447,6 +449,22 @@ impl Locale {
                 })
             }
         }
+    }
+
+    /// `script_texts` as JSON, serialised once per locale.
+    pub fn script_texts_json(self) -> &'static str {
+        static JSON: OnceLock<Vec<String>> = OnceLock::new();
+        let all = JSON.get_or_init(|| {
+            Locale::ALL
+                .iter()
+                .map(|l| serde_json::to_string(&l.script_texts()).unwrap_or_default())
+                .collect()
+        });
+        Locale::ALL
+            .iter()
+            .position(|l| *l == self)
+            .and_then(|i| all.get(i))
+            .map_or("{}", String::as_str)
     }
 
     /// What the page's script needs to write the same texts the server wrote.

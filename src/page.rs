@@ -6,6 +6,8 @@
 //! logo when one is configured. The waiting page is fully server-rendered so it works with
 //! JavaScript off (the proxy sends a `Refresh` header); the script only makes it live.
 
+use std::sync::{Arc, Mutex};
+
 use askama::Template;
 
 use crate::core::estimate::WaitEstimate;
@@ -93,8 +95,8 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
         b,
         t,
         lang: locale.tag(),
-        i18n: serde_json::to_string(&locale.script_texts()).unwrap_or_default(),
-        theme: Theme::new(b),
+        i18n: locale.script_texts_json(),
+        theme: theme_for(b),
         heading,
         message: b.message.as_deref().unwrap_or(t.message),
         footer: t.footer.replace("{room}", view.room_name),
@@ -138,7 +140,7 @@ pub fn render_closed(view: &ClosedView) -> Result<String, askama::Error> {
     ClosedPage {
         b,
         lang: view.locale.tag(),
-        theme: Theme::new(b),
+        theme: theme_for(b),
         heading: b.closed_heading.as_deref().unwrap_or(t.closed_heading),
         message: b.closed_message.as_deref().unwrap_or(t.closed_message),
         footer: t.footer.replace("{room}", view.room_name),
@@ -151,7 +153,7 @@ pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
         b: view.branding,
         // The origin-error page is answered by the proxy layer, which does not negotiate.
         lang: Locale::EnUs.tag(),
-        theme: Theme::new(view.branding),
+        theme: theme_for(view.branding),
         status: view.status,
         heading: view.heading,
         message: view.message,
@@ -166,8 +168,8 @@ struct WaitingPage<'a> {
     t: &'static Texts,
     lang: &'static str,
     /// The locale's texts for the script, as JSON.
-    i18n: String,
-    theme: Theme,
+    i18n: &'static str,
+    theme: Arc<Theme>,
     heading: &'a str,
     message: &'a str,
     footer: String,
@@ -196,7 +198,7 @@ struct WaitingPage<'a> {
 struct ClosedPage<'a> {
     b: &'a Branding,
     lang: &'static str,
-    theme: Theme,
+    theme: Arc<Theme>,
     heading: &'a str,
     message: &'a str,
     footer: String,
@@ -207,7 +209,7 @@ struct ClosedPage<'a> {
 struct ErrorPage<'a> {
     b: &'a Branding,
     lang: &'static str,
-    theme: Theme,
+    theme: Arc<Theme>,
     status: u16,
     heading: &'a str,
     message: &'a str,
@@ -247,6 +249,22 @@ const MIN_TEXT_CONTRAST: f64 = 4.5;
 
 /// Colours injected into the `:root` CSS block. All are `#rrggbb` built here, so nothing from the
 /// config reaches the stylesheet unparsed; derived shades keep text readable whatever is set.
+/// The theme of the last branding rendered: the colours change only with the config, while
+/// deriving them (contrast checks) is a measurable share of a page render.
+fn theme_for(b: &Branding) -> Arc<Theme> {
+    static LAST: Mutex<Option<(String, Arc<Theme>)>> = Mutex::new(None);
+    let key = format!("{}|{}|{}", b.primary_color, b.background_color, b.text_color);
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    match &*last {
+        Some((k, theme)) if *k == key => theme.clone(),
+        _ => {
+            let theme = Arc::new(Theme::new(b));
+            *last = Some((key, theme.clone()));
+            theme
+        }
+    }
+}
+
 struct Theme {
     primary: String,
     on_primary: String,
