@@ -253,7 +253,10 @@ const MIN_TEXT_CONTRAST: f64 = 4.5;
 /// deriving them (contrast checks) is a measurable share of a page render.
 fn theme_for(b: &Branding) -> Arc<Theme> {
     static LAST: Mutex<Option<(String, Arc<Theme>)>> = Mutex::new(None);
-    let key = format!("{}|{}|{}", b.primary_color, b.background_color, b.text_color);
+    let key = format!(
+        "{}|{}|{}",
+        b.primary_color, b.background_color, b.text_color
+    );
     let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
     match &*last {
         Some((k, theme)) if *k == key => theme.clone(),
