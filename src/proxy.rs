@@ -85,21 +85,14 @@ impl WaitroomProxy {
     async fn own_path(&self, session: &mut Session, path: &str) -> pingora::Result<()> {
         let head_only = session.req_header().method == http::Method::HEAD;
         let method = session.req_header().method.clone();
-        let reply = match (method, path) {
-            (http::Method::GET | http::Method::HEAD, "/__waitroom/status") => {
-                let req = session.req_header();
-                let cookie = cookies(req);
-                let view = RequestView {
-                    host: host(req),
-                    path,
-                    cookie: cookie.as_deref(),
-                    ..RequestView::default()
-                };
-                self.gate.status(&view).await
-            }
-            (http::Method::GET, "/__waitroom/events") => return self.events(session).await,
-            (http::Method::POST, "/__waitroom/leave") => {
-                if drain_body(session).await? {
+        let is_status = path == "/__waitroom/status";
+        let reply = match (&method, path) {
+            (&http::Method::GET | &http::Method::HEAD, "/__waitroom/status")
+            | (&http::Method::POST, "/__waitroom/leave") => {
+                if method == http::Method::POST && !drain_body(session).await? {
+                    session.set_keepalive(None);
+                    Reply::text(413, "request body too large\n")
+                } else {
                     let req = session.req_header();
                     let cookie = cookies(req);
                     let view = RequestView {
@@ -108,12 +101,14 @@ impl WaitroomProxy {
                         cookie: cookie.as_deref(),
                         ..RequestView::default()
                     };
-                    self.gate.leave(&view).await
-                } else {
-                    session.set_keepalive(None);
-                    Reply::text(413, "request body too large\n")
+                    if is_status {
+                        self.gate.status(&view).await
+                    } else {
+                        self.gate.leave(&view).await
+                    }
                 }
             }
+            (&http::Method::GET, "/__waitroom/events") => return self.events(session).await,
             (_, "/__waitroom/status" | "/__waitroom/events" | "/__waitroom/leave") => {
                 Reply::text(405, "method not allowed\n")
             }
