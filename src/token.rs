@@ -182,9 +182,11 @@ impl Signer {
     }
 }
 
-/// A fresh visitor id: 128 random bits, hex.
+/// A fresh visitor id: 128 random bits in 22 URL-safe characters (it is stored once per waiting
+/// visitor in each of the store's line indexes, so its length is memory).
 pub fn new_visitor_id() -> String {
-    format!("{:032x}", rand::random::<u128>())
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<u128>().to_le_bytes())
 }
 
 #[cfg(test)]
@@ -249,7 +251,7 @@ mod tests {
     #[test]
     fn visitor_ids_are_unique_and_long() {
         let a = new_visitor_id();
-        assert_eq!(a.len(), 32);
+        assert_eq!(a.len(), 22);
         assert_ne!(a, new_visitor_id());
     }
 }

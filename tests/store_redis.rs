@@ -448,10 +448,13 @@ async fn measure_commands_per_poll_and_bytes_per_waiting_visitor() {
         }
         (total, evalsha)
     }
+    // Ids as the proxy makes them: 128 bits in 22 URL-safe characters.
     let id = |i: u64| {
-        format!(
-            "{:032x}",
-            u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c)
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(
+            u128::from(i)
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c)
+                .to_le_bytes(),
         )
     };
 
@@ -502,7 +505,7 @@ async fn measure_commands_per_poll_and_bytes_per_waiting_visitor() {
     assert_eq!(room.counts().await.unwrap().queued, visitors);
     let after = stat(&server.command(&["INFO", "memory"]), "used_memory");
     println!(
-        "per waiting visitor (32-character id): {} bytes of Redis memory ({} visitors, {} -> {} bytes)",
+        "per waiting visitor (22-character id): {} bytes of Redis memory ({} visitors, {} -> {} bytes)",
         (after - before) / visitors,
         visitors,
         before,
