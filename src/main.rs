@@ -18,11 +18,14 @@ struct Cli {
     /// Allow missing secrets (random ones for this run). Never in production.
     #[arg(long)]
     dev: bool,
+    /// Take the listening sockets over from the running process (send it SIGQUIT next), through
+    /// listen.upgrade_socket.
+    #[arg(long, short)]
+    upgrade: bool,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let (config, warnings) = match Config::load(&cli.config, &ProcessEnvironment, cli.dev) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -30,15 +33,20 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    waitroom::logging::init(config.log.format);
     for warning in &warnings {
-        eprintln!("waitroom-proxy: warning: {warning}");
+        log::warn!("{warning}");
     }
     if cli.test {
+        if let Err(e) = waitroom::server::check_files(&config) {
+            eprintln!("waitroom-proxy: {}: {e}", cli.config.display());
+            return ExitCode::from(2);
+        }
         print!("{}", config.masked_toml());
         eprintln!("waitroom-proxy: {}: configuration ok", cli.config.display());
         return ExitCode::SUCCESS;
     }
-    match waitroom::server::run_forever(&config) {
+    match waitroom::server::run(&config, cli.upgrade) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("waitroom-proxy: {e}");
