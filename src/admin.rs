@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::admission::AdmissionLoop;
 use crate::gate::Gate;
+use crate::reload::{ReloadError, Reloader};
 use crate::reply::Reply;
 
 /// Admin request bodies are small JSON objects.
@@ -18,6 +19,7 @@ const MAX_BODY: usize = 64 * 1024;
 pub struct AdminApp {
     gate: Arc<Gate>,
     admission: Arc<AdmissionLoop>,
+    reloader: Arc<Reloader>,
     token: String,
 }
 
@@ -53,10 +55,16 @@ async fn read_body(session: &mut ServerSession) -> Result<Vec<u8>, Reply> {
 }
 
 impl AdminApp {
-    pub fn new(gate: Arc<Gate>, admission: Arc<AdmissionLoop>, token: String) -> Self {
+    pub fn new(
+        gate: Arc<Gate>,
+        admission: Arc<AdmissionLoop>,
+        reloader: Arc<Reloader>,
+        token: String,
+    ) -> Self {
         Self {
             gate,
             admission,
+            reloader,
             token,
         }
     }
@@ -149,6 +157,18 @@ impl AdminApp {
         }
     }
 
+    /// `POST /admin/reload`: the file's [room] becomes the live settings, as on SIGHUP.
+    async fn reload(&self) -> Reply {
+        match self.reloader.reload().await {
+            Ok(done) => Reply::json(200, &done),
+            Err(e @ ReloadError::NoFile) => error(409, e.to_string()),
+            Err(e @ (ReloadError::Config(_) | ReloadError::Fixed { .. })) => {
+                error(400, e.to_string())
+            }
+            Err(e @ ReloadError::Store(_)) => error(503, e.to_string()),
+        }
+    }
+
     async fn route(&self, session: &mut ServerSession) -> Reply {
         let method = session.req_header().method.clone();
         let path = session.req_header().uri.path().to_owned();
@@ -174,6 +194,7 @@ impl AdminApp {
                     ("GET", "/admin/state") => self.state().await,
                     ("PUT", "/admin/config") => self.put_config(session).await,
                     ("POST", "/admin/revoke") => self.revoke(session).await,
+                    ("POST", "/admin/reload") => self.reload().await,
                     _ => error(404, "no such admin endpoint"),
                 }
             }

@@ -159,9 +159,15 @@ impl Gate {
     }
 
     pub fn apply_settings(&self, settings: RoomSettings) {
+        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         self.metrics
             .capacity
-            .set(i64::try_from(settings.total_active_users).unwrap_or(i64::MAX));
+            .set(gauge(settings.total_active_users));
+        self.metrics
+            .rate_per_minute
+            .set(gauge(settings.new_users_per_minute));
+        let admitting = settings.limits().admitting && !settings.suspended;
+        self.metrics.admitting.set(i64::from(admitting));
         self.settings.store(Arc::new(settings));
     }
 

@@ -29,6 +29,10 @@ struct Cli {
     /// Allow missing secrets (random ones for this run). Never in production.
     #[arg(long)]
     dev: bool,
+    /// Take the listening sockets over from the running process (send it SIGQUIT next), through
+    /// listen.upgrade_socket.
+    #[arg(long, short)]
+    upgrade: bool,
 }
 
 #[derive(Subcommand)]
@@ -109,7 +113,7 @@ fn main() -> ExitCode {
             }),
             _,
         ) => calibrate(&summary, session, margin),
-        (None, Some(config)) => run(&config, cli.test, cli.dev),
+        (None, Some(config)) => run(&config, cli.test, cli.dev, cli.upgrade),
         (None, None) => {
             eprintln!("waitroom-proxy: --config FILE is required");
             ExitCode::from(2)
@@ -117,8 +121,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(path: &Path, test: bool, dev: bool) -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+fn run(path: &Path, test: bool, dev: bool, upgrade: bool) -> ExitCode {
     let (config, warnings) = match Config::load(path, &ProcessEnvironment, dev) {
         Ok(loaded) => loaded,
         Err(e) => {
@@ -126,15 +129,20 @@ fn run(path: &Path, test: bool, dev: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    waitroom::logging::init(config.log.format);
     for warning in &warnings {
-        eprintln!("waitroom-proxy: warning: {warning}");
+        log::warn!("{warning}");
     }
     if test {
+        if let Err(e) = waitroom::server::check_files(&config) {
+            eprintln!("waitroom-proxy: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
         print!("{}", config.masked_toml());
         eprintln!("waitroom-proxy: {}: configuration ok", path.display());
         return ExitCode::SUCCESS;
     }
-    match waitroom::server::run_forever(&config) {
+    match waitroom::server::run(&config, upgrade) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("waitroom-proxy: {e}");

@@ -30,7 +30,7 @@ impl Outcome {
         Outcome::Unprotected,
     ];
 
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Outcome::Passed => "passed",
             Outcome::Admitted => "admitted",
@@ -42,10 +42,38 @@ impl Outcome {
     }
 }
 
+/// Every metric the proxy exports (histograms add `_bucket`, `_sum`, `_count`): dashboards and
+/// alert rules are checked against this list, and a test keeps it equal to the registry.
+pub const NAMES: &[&str] = &[
+    "waitroom_occupancy",
+    "waitroom_capacity",
+    "waitroom_rate_per_minute",
+    "waitroom_admitting",
+    "waitroom_queue_length",
+    "waitroom_admitted_total",
+    "waitroom_abandoned_total",
+    "waitroom_revoked_total",
+    "waitroom_expired_total",
+    "waitroom_no_shows_total",
+    "waitroom_wait_seconds",
+    "waitroom_requests_total",
+    "waitroom_upstream_errors_total",
+    "waitroom_origin_responses_total",
+    "waitroom_origin_seconds",
+    "waitroom_store_errors_total",
+    "waitroom_store_up",
+    "waitroom_leader",
+];
+
+/// The histograms among `NAMES`.
+pub const HISTOGRAMS: &[&str] = &["waitroom_wait_seconds", "waitroom_origin_seconds"];
+
 pub struct Metrics {
     registry: Registry,
     pub occupancy: IntGauge,
     pub capacity: IntGauge,
+    pub rate_per_minute: IntGauge,
+    pub admitting: IntGauge,
     pub queue_length: IntGauge,
     pub admitted: IntCounter,
     pub abandoned: IntCounter,
@@ -56,6 +84,8 @@ pub struct Metrics {
     /// One counter per outcome, resolved once: no label hashing per request.
     requests: [IntCounter; 6],
     upstream_errors: IntCounterVec,
+    origin_responses: IntCounterVec,
+    pub origin_seconds: Histogram,
     pub store_errors: IntCounter,
     pub store_up: IntGauge,
     pub leader: IntGauge,
@@ -102,12 +132,30 @@ impl Metrics {
             ]),
         ));
         must(registry.register(Box::new(wait_seconds.clone())));
+        let origin_seconds = must(Histogram::with_opts(
+            HistogramOpts::new(
+                "waitroom_origin_seconds",
+                "Time from choosing the origin to its response header, for forwarded requests",
+            )
+            .buckets(vec![
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+            ]),
+        ));
+        must(registry.register(Box::new(origin_seconds.clone())));
         Self {
             occupancy: gauge(
                 "waitroom_occupancy",
                 "Live passes plus admissions still being claimed, room-wide",
             ),
             capacity: gauge("waitroom_capacity", "Configured total_active_users"),
+            rate_per_minute: gauge(
+                "waitroom_rate_per_minute",
+                "Configured new_users_per_minute",
+            ),
+            admitting: gauge(
+                "waitroom_admitting",
+                "1 when the settings let new visitors in (not queue_all, reject or suspended)",
+            ),
             queue_length: gauge("waitroom_queue_length", "Visitors waiting, room-wide"),
             admitted: counter(
                 "waitroom_admitted_total",
@@ -140,9 +188,15 @@ impl Metrics {
             },
             upstream_errors: counter_vec(
                 "waitroom_upstream_errors_total",
-                "Requests the origin failed (connect, timeout, other)",
+                "Requests the origin failed (connect, tls, timeout, status)",
                 "kind",
             ),
+            origin_responses: counter_vec(
+                "waitroom_origin_responses_total",
+                "Responses from the origin by status class (2xx, 3xx, 4xx, 5xx)",
+                "class",
+            ),
+            origin_seconds,
             store_errors: counter(
                 "waitroom_store_errors_total",
                 "Store operations that failed",
@@ -167,11 +221,50 @@ impl Metrics {
         self.upstream_errors.with_label_values(&[kind]).inc();
     }
 
+    pub fn origin_response(&self, status: u16) {
+        let class = match status {
+            100..=199 => "1xx",
+            200..=299 => "2xx",
+            300..=399 => "3xx",
+            400..=499 => "4xx",
+            _ => "5xx",
+        };
+        self.origin_responses.with_label_values(&[class]).inc();
+    }
+
     pub fn render(&self) -> String {
         let mut out = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
             return format!("# cannot encode metrics: {e}\n");
         }
         String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_published_names_are_exactly_the_registered_metrics() {
+        let m = Metrics::new("r");
+        // Labelled families only show once they have a series.
+        m.request(Outcome::Passed);
+        m.upstream_error("connect");
+        m.origin_response(200);
+        let mut registered: Vec<String> = m
+            .registry
+            .gather()
+            .iter()
+            .map(|family| family.name().to_owned())
+            .collect();
+        registered.sort();
+        let mut published: Vec<String> = NAMES.iter().map(|n| (*n).to_owned()).collect();
+        published.sort();
+        assert_eq!(registered, published);
+        for histogram in HISTOGRAMS {
+            assert!(NAMES.contains(histogram));
+            assert!(m.render().contains(&format!("{histogram}_bucket")));
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -14,6 +14,7 @@ use pingora_proxy::{FailToProxy, ProxyHttp, Session};
 
 use crate::config::model::OriginConfig;
 use crate::gate::{Gate, RESERVED_PREFIX, RequestView, Verdict};
+use crate::logging::ACCESS;
 use crate::page::{ErrorView, render_error};
 use crate::reply::Reply;
 
@@ -31,17 +32,31 @@ const MAX_OWN_BODY: usize = 16 * 1024;
 pub struct WaitroomProxy {
     gate: Arc<Gate>,
     origin: OriginConfig,
+    access_log: bool,
 }
 
-#[derive(Debug, Default)]
+/// The decision of a request the gate never saw: the proxy's own paths, or refused headers.
+const RESERVED: &str = "reserved";
+const REFUSED: &str = "refused";
+
+#[derive(Debug)]
 pub struct RequestCtx {
     set_cookie: Option<String>,
     visitor: Option<String>,
+    started: Instant,
+    /// passed, admitted, queued, bypassed, rejected, unprotected, reserved or refused.
+    decision: &'static str,
+    origin_started: Option<Instant>,
+    origin_status: Option<u16>,
 }
 
 impl WaitroomProxy {
-    pub fn new(gate: Arc<Gate>, origin: OriginConfig) -> Self {
-        Self { gate, origin }
+    pub fn new(gate: Arc<Gate>, origin: OriginConfig, access_log: bool) -> Self {
+        Self {
+            gate,
+            origin,
+            access_log,
+        }
     }
 }
 
@@ -177,7 +192,14 @@ impl ProxyHttp for WaitroomProxy {
     type CTX = RequestCtx;
 
     fn new_ctx(&self) -> Self::CTX {
-        RequestCtx::default()
+        RequestCtx {
+            set_cookie: None,
+            visitor: None,
+            started: Instant::now(),
+            decision: "-",
+            origin_started: None,
+            origin_status: None,
+        }
     }
 
     /// Runs first for every request: answers reserved paths and visitors who must wait; lets
@@ -188,6 +210,7 @@ impl ProxyHttp for WaitroomProxy {
         ctx: &mut Self::CTX,
     ) -> pingora::Result<bool> {
         if oversized(session.req_header()) {
+            ctx.decision = REFUSED;
             session.set_keepalive(None);
             Reply::text(431, "request header fields too large\n")
                 .send(session, false)
@@ -196,6 +219,7 @@ impl ProxyHttp for WaitroomProxy {
         }
         let path = session.req_header().uri.path().to_owned();
         if path.starts_with(RESERVED_PREFIX) {
+            ctx.decision = RESERVED;
             self.own_path(session, &path).await?;
             return Ok(true);
         }
@@ -210,7 +234,9 @@ impl ProxyHttp for WaitroomProxy {
             accept_language: header_str(req, "accept-language"),
             cookie: cookie.as_deref(),
         };
-        match self.gate.decide(&view).await {
+        let verdict = self.gate.decide(&view).await;
+        ctx.decision = verdict.outcome().label();
+        match verdict {
             Verdict::Forward {
                 set_cookie,
                 visitor,
@@ -230,13 +256,16 @@ impl ProxyHttp for WaitroomProxy {
     async fn upstream_peer(
         &self,
         _session: &mut Session,
-        _ctx: &mut Self::CTX,
+        ctx: &mut Self::CTX,
     ) -> pingora::Result<Box<HttpPeer>> {
         let o = &self.origin;
         let mut peer = HttpPeer::new(o.address.as_str(), o.tls, o.sni.clone());
         peer.options.connection_timeout = Some(o.connect_timeout);
         peer.options.read_timeout = Some(o.read_timeout);
         peer.options.write_timeout = Some(o.write_timeout);
+        peer.options.verify_cert = o.verify;
+        peer.options.verify_hostname = o.verify;
+        ctx.origin_started = Some(Instant::now());
         Ok(Box::new(peer))
     }
 
@@ -259,6 +288,15 @@ impl ProxyHttp for WaitroomProxy {
         response: &mut ResponseHeader,
         ctx: &mut Self::CTX,
     ) -> pingora::Result<()> {
+        let status = response.status.as_u16();
+        ctx.origin_status = Some(status);
+        self.gate.metrics.origin_response(status);
+        if let Some(started) = ctx.origin_started {
+            self.gate
+                .metrics
+                .origin_seconds
+                .observe(started.elapsed().as_secs_f64());
+        }
         let command = response
             .headers
             .get(COMMAND_HEADER)
@@ -300,6 +338,15 @@ impl ProxyHttp for WaitroomProxy {
                 "timeout",
                 "The shop is taking too long",
                 "The shop did not answer in time. Please try again in a moment.",
+            ),
+            ErrorType::TLSHandshakeFailure
+            | ErrorType::TLSHandshakeTimedout
+            | ErrorType::InvalidCert
+            | ErrorType::HandshakeError => (
+                502,
+                "tls",
+                "The shop is not answering right now",
+                "Please try again in a moment: your place or your pass is kept.",
             ),
             ErrorType::HTTPStatus(code) => (
                 *code,
@@ -349,5 +396,49 @@ impl ProxyHttp for WaitroomProxy {
             error_code: code,
             can_reuse_downstream: false,
         }
+    }
+
+    /// Runs once per request, after the response went out or the request failed: the access
+    /// line, with the gate's decision.
+    async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Self::CTX)
+    where
+        Self::CTX: Send + Sync,
+    {
+        if !self.access_log {
+            return;
+        }
+        let req = session.req_header();
+        let status = session.response_written().map_or(0, |r| r.status.as_u16());
+        let client = session
+            .client_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let error = e.map(|e| e.etype().as_str()).unwrap_or("");
+        log::info!(
+            target: ACCESS,
+            decision = ctx.decision,
+            method = req.method.as_str(),
+            host = host(req).unwrap_or(""),
+            path = req.uri.path(),
+            status = status,
+            origin_status = ctx.origin_status.unwrap_or(0),
+            ms = ctx.started.elapsed().as_millis() as u64,
+            bytes = session.body_bytes_sent() as u64,
+            proto = http_version(req.version),
+            client = client.as_str(),
+            visitor = ctx.visitor.as_deref().unwrap_or(""),
+            error = error;
+            "{}", ctx.decision
+        );
+    }
+}
+
+fn http_version(v: http::Version) -> &'static str {
+    match v {
+        http::Version::HTTP_09 => "HTTP/0.9",
+        http::Version::HTTP_10 => "HTTP/1.0",
+        http::Version::HTTP_2 => "HTTP/2",
+        http::Version::HTTP_3 => "HTTP/3",
+        _ => "HTTP/1.1",
     }
 }

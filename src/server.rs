@@ -1,12 +1,14 @@
-//! Assembles the product from the validated config: the store, the gate, the public proxy, the
-//! admin listener, the admission loop and (optionally) the demo shop, on one Pingora server.
+//! Assembles the product from the validated config: the store, the gate, the public proxy (plain
+//! or TLS with HTTP/2), the admin listener, the admission loop and (optionally) the demo shop, on
+//! one Pingora server; and runs it as a service (signals, hand-over, pid file).
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use async_trait::async_trait;
-use pingora_core::server::configuration::ServerConf;
+use pingora_core::listeners::tls::TlsSettings;
+use pingora_core::server::configuration::{Opt, ServerConf};
 use pingora_core::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
 use pingora_core::services::background::GenBackgroundService;
 use pingora_core::services::listening::Service;
@@ -19,10 +21,13 @@ use crate::config::Config;
 use crate::config::model::Backend;
 use crate::demo_shop::DemoShop;
 use crate::gate::Gate;
+use crate::lifecycle::{Signals, write_pid_file};
 use crate::proxy::WaitroomProxy;
+use crate::reload::Reloader;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::{RedisOptions, RedisStore, TimeSource};
 use crate::store::{Store, StoreError};
+use crate::tls::{TlsError, check_ca_file, check_listener, install_crypto_provider};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -35,6 +40,10 @@ pub enum StartError {
     #[error("store: {0}")]
     Store(#[from] StoreError),
     #[error("{0}")]
+    Tls(#[from] TlsError),
+    #[error("listen.pid_file {path}: {reason}")]
+    PidFile { path: String, reason: String },
+    #[error("{0}")]
     Unsupported(String),
     #[error("cannot start: {0}")]
     Runtime(String),
@@ -45,10 +54,10 @@ pub struct RunOptions {
     pub clock: SharedClock,
     /// Seed of random queueing (fixed in tests, random in production).
     pub seed: u64,
-    /// Seconds SIGTERM waits for in-flight requests.
-    pub grace_period_secs: u64,
     /// Redis takes time from `clock` instead of its own `TIME` (tests that drive the clock).
     pub redis_follows_clock: bool,
+    /// Take the listening sockets over from the running process (`--upgrade`).
+    pub upgrade: bool,
 }
 
 impl Default for RunOptions {
@@ -56,10 +65,22 @@ impl Default for RunOptions {
         Self {
             clock: Arc::new(SystemClock),
             seed: rand::random(),
-            grace_period_secs: 10,
             redis_follows_clock: false,
+            upgrade: false,
         }
     }
+}
+
+/// What the proxy reads besides its configuration file: the TLS files. Checked at start and by
+/// `--test`, because Pingora would only fail on them inside a running service.
+pub fn check_files(config: &Config) -> Result<(), StartError> {
+    if let Some(tls) = &config.tls {
+        check_listener(tls)?;
+    }
+    if let Some(ca_file) = &config.origin.ca_file {
+        check_ca_file(ca_file)?;
+    }
+    Ok(())
 }
 
 /// Pingora retries a busy port for 30 s and then fails inside a task: check first, fail fast.
@@ -89,6 +110,7 @@ fn demo_origin_address(config: &Config) -> Result<Option<SocketAddr>, StartError
 pub struct Parts {
     pub gate: Arc<Gate>,
     pub admission: Arc<AdmissionLoop>,
+    pub reloader: Arc<Reloader>,
 }
 
 /// The runtime the store's connections live on: kept for as long as the server runs.
@@ -148,11 +170,23 @@ pub fn build(
     config: &Config,
     options: RunOptions,
 ) -> Result<(Server, Parts, StoreRuntime), StartError> {
-    check_free("listen.address", config.listen)?;
-    check_free("admin.address", config.admin_address)?;
+    install_crypto_provider();
+    check_files(config)?;
     let demo = demo_origin_address(config)?;
-    if let Some(address) = demo {
-        check_free("origin.address (demo shop)", address)?;
+    if options.upgrade {
+        // The old process holds the ports: they come over the upgrade socket.
+        if config.upgrade_socket.is_none() {
+            return Err(StartError::Unsupported(
+                "--upgrade needs listen.upgrade_socket (the old process sends its sockets there)"
+                    .into(),
+            ));
+        }
+    } else {
+        check_free("listen.address", config.listen)?;
+        check_free("admin.address", config.admin_address)?;
+        if let Some(address) = demo {
+            check_free("origin.address (demo shop)", address)?;
+        }
     }
     let (store, store_runtime) = open_store(config, &options)?;
 
@@ -161,14 +195,28 @@ pub fn build(
     } else {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     };
+    let path_text = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    // Pingora counts whole seconds: a part second is rounded up, never dropped.
+    let grace_secs =
+        config.grace_period.as_secs() + u64::from(config.grace_period.subsec_nanos() > 0);
     let conf = ServerConf {
         threads,
         work_stealing: true,
-        grace_period_seconds: Some(options.grace_period_secs),
-        graceful_shutdown_timeout_seconds: Some(options.grace_period_secs.max(1)),
+        grace_period_seconds: Some(grace_secs),
+        graceful_shutdown_timeout_seconds: Some(grace_secs.max(1)),
+        upgrade_sock: config
+            .upgrade_socket
+            .as_deref()
+            .map(path_text)
+            .unwrap_or_default(),
+        ca_file: config.origin.ca_file.as_deref().map(path_text),
         ..ServerConf::default()
     };
-    let mut server = Server::new_with_opt_and_conf(None, conf);
+    let opt = Opt {
+        upgrade: options.upgrade,
+        ..Opt::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
 
     let gate = Arc::new(
         Gate::new(config, store, options.clock.clone())
@@ -186,16 +234,37 @@ pub fn build(
         config.store.leader_ttl,
     ));
 
+    let reloader = Arc::new(Reloader::new(config.clone(), admission.clone()));
+
     let mut proxy = pingora_proxy::http_proxy_service_with_name(
         &server.configuration,
-        WaitroomProxy::new(gate.clone(), config.origin.clone()),
+        WaitroomProxy::new(gate.clone(), config.origin.clone(), config.log.access),
         "waitroom proxy",
     );
-    proxy.add_tcp(&config.listen.to_string());
+    let listen = config.listen.to_string();
+    match &config.tls {
+        Some(tls) => {
+            let mut settings =
+                TlsSettings::intermediate(&path_text(&tls.certificate), &path_text(&tls.key))
+                    .map_err(|e| TlsError {
+                        key: "listen.certificate",
+                        reason: e.to_string(),
+                    })?;
+            // ALPN: HTTP/2 preferred, HTTP/1.1 still offered.
+            settings.enable_h2();
+            proxy.add_tls_with_settings(&listen, None, settings);
+        }
+        None => proxy.add_tcp(&listen),
+    }
 
     let mut admin = Service::new(
         "waitroom admin".to_owned(),
-        AdminApp::new(gate.clone(), admission.clone(), config.admin_token.clone()),
+        AdminApp::new(
+            gate.clone(),
+            admission.clone(),
+            reloader.clone(),
+            config.admin_token.clone(),
+        ),
     );
     admin.threads = Some(1);
     admin.add_tcp(&config.admin_address.to_string());
@@ -211,8 +280,23 @@ pub fn build(
         shop.add_tcp(&address.to_string());
         server.add_service(shop);
     }
+    // With --upgrade, this waits (up to 5 s) for the old process to send its sockets.
     server.bootstrap();
-    Ok((server, Parts { gate, admission }, store_runtime))
+    if let Some(path) = &config.pid_file {
+        write_pid_file(path).map_err(|e| StartError::PidFile {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    }
+    Ok((
+        server,
+        Parts {
+            gate,
+            admission,
+            reloader,
+        },
+        store_runtime,
+    ))
 }
 
 struct ChannelShutdown(watch::Receiver<bool>);
@@ -270,9 +354,17 @@ pub fn spawn(config: &Config, options: RunOptions) -> Result<Running, StartError
     })
 }
 
-/// Runs until SIGTERM/SIGINT (graceful) and exits the process.
-pub fn run_forever(config: &Config) -> Result<(), StartError> {
-    let (server, _parts, store_runtime) = build(config, RunOptions::default())?;
+/// Runs as a service until SIGTERM, SIGINT or a hand-over (see `lifecycle` for the signals).
+pub fn run(config: &Config, upgrade: bool) -> Result<(), StartError> {
+    let options = RunOptions {
+        upgrade,
+        ..RunOptions::default()
+    };
+    let (server, parts, store_runtime) = build(config, options)?;
     let _keep = store_runtime;
-    server.run_forever()
+    let signals = Signals::new(parts.reloader.clone(), config.upgrade_socket.clone());
+    server.run(RunArgs {
+        shutdown_signal: Box::new(signals),
+    });
+    Ok(())
 }

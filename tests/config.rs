@@ -236,3 +236,60 @@ fn the_binary_checks_a_config_like_nginx_t() {
     let version = Command::new(bin).arg("--version").output().unwrap();
     assert!(String::from_utf8_lossy(&version.stdout).contains(env!("CARGO_PKG_VERSION")));
 }
+
+#[test]
+fn tls_lifecycle_and_log_keys_are_checked_and_named() {
+    let with = |section: &str| format!("{}{section}\n", minimal(""));
+    let cases = [
+        (
+            with("[listen]\ncertificate = \"/etc/waitroom/cert.pem\""),
+            "listen.key",
+        ),
+        (
+            with("[listen]\nkey = \"/etc/waitroom/key.pem\""),
+            "listen.certificate",
+        ),
+        (
+            with("[listen]\ngrace_period = \"a while\""),
+            "listen.grace_period",
+        ),
+        (
+            with("[listen]\nupgrade_socket = \"\""),
+            "listen.upgrade_socket",
+        ),
+        (with("[log]\nformat = \"xml\""), "log.format"),
+        (with("[log]\nlevel = \"debug\""), "level"),
+    ];
+    for (text, key) in cases {
+        let error = error_of(&text);
+        assert!(error.contains(key), "{key}: {error}");
+    }
+    let origin_ca = minimal("").replace(
+        "address = \"127.0.0.1:3000\"",
+        "address = \"127.0.0.1:3000\"\nca_file = \"/etc/ca.pem\"",
+    );
+    assert!(error_of(&origin_ca).starts_with("origin.ca_file"));
+
+    // Defaults: plain HTTP, a 10 s drain, no hand-over, text logs with the access log on, the
+    // origin verified.
+    let (config, warnings) = Config::parse(&minimal(""), &with_secrets(), false).unwrap();
+    assert!(warnings.is_empty());
+    assert!(config.tls.is_none());
+    assert_eq!(config.grace_period.as_secs(), 10);
+    assert!(config.upgrade_socket.is_none() && config.pid_file.is_none());
+    assert!(config.log.access);
+    assert_eq!(config.log.format, waitroom::config::model::LogFormat::Text);
+    assert!(config.origin.verify);
+    // "0s" is a valid grace period; turning verification off is loud.
+    let unchecked = minimal("").replace(
+        "address = \"127.0.0.1:3000\"",
+        "address = \"127.0.0.1:3000\"\ntls = true\nverify = false",
+    );
+    let (_, warnings) = Config::parse(
+        &format!("{unchecked}[listen]\ngrace_period = \"0s\"\n"),
+        &with_secrets(),
+        false,
+    )
+    .unwrap();
+    assert!(warnings.iter().any(|w| w.contains("origin.verify")));
+}

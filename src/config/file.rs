@@ -18,6 +18,8 @@ pub struct ConfigFile {
     pub admin: AdminSection,
     #[serde(default)]
     pub page: PageSection,
+    #[serde(default)]
+    pub log: LogSection,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -26,6 +28,18 @@ pub struct ListenSection {
     pub address: String,
     /// Worker threads of the public listener; 0 means one per CPU.
     pub threads: usize,
+    /// PEM certificate chain: with `key`, the listener speaks TLS (HTTP/2 and HTTP/1.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// How long SIGTERM (or a hand-over) lets requests in flight finish.
+    pub grace_period: String,
+    /// Where a new process started with `--upgrade` receives the listening sockets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upgrade_socket: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid_file: Option<String>,
 }
 
 impl Default for ListenSection {
@@ -33,6 +47,11 @@ impl Default for ListenSection {
         Self {
             address: "0.0.0.0:8080".into(),
             threads: 0,
+            certificate: None,
+            key: None,
+            grace_period: "10s".into(),
+            upgrade_socket: None,
+            pid_file: None,
         }
     }
 }
@@ -46,6 +65,12 @@ pub struct OriginSection {
     pub tls: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sni: Option<String>,
+    /// Check the origin's certificate (chain and name); off only for a test origin.
+    #[serde(default = "defaults::yes")]
+    pub verify: bool,
+    /// PEM bundle of the CAs trusted for the origin instead of the system's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_header: Option<String>,
     #[serde(default = "defaults::connect_timeout")]
@@ -213,7 +238,28 @@ impl Default for PageSection {
     }
 }
 
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSection {
+    /// "text" (one readable line per event) or "json" (one JSON object per line).
+    pub format: String,
+    /// One line per request with its decision; off for the busiest drops if logs cost too much.
+    pub access: bool,
+}
+
+impl Default for LogSection {
+    fn default() -> Self {
+        Self {
+            format: "text".into(),
+            access: true,
+        }
+    }
+}
+
 mod defaults {
+    pub fn yes() -> bool {
+        true
+    }
     pub fn connect_timeout() -> String {
         "5s".into()
     }

@@ -2,7 +2,7 @@
 //! `RoomSettings::from_section`, and every error names the key it is about.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +32,14 @@ pub(crate) fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
 
 /// The minimum length of the pass-signing secret and of the admin token.
 pub const MIN_SECRET_BYTES: usize = 32;
+
+/// The environment variables the proxy reads its secrets from (deploy files name them too).
+pub const ENV_JWT_SECRET: &str = "WR_JWT_SECRET";
+pub const ENV_ADMIN_TOKEN: &str = "WR_ADMIN_TOKEN";
+/// Set by systemd's `RuntimeDirectory=`: where the upgrade socket and the pid file go by default.
+pub const ENV_RUNTIME_DIRECTORY: &str = "RUNTIME_DIRECTORY";
+pub const UPGRADE_SOCKET_NAME: &str = "upgrade.sock";
+pub const PID_FILE_NAME: &str = "waitroom.pid";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -87,6 +95,16 @@ fn duration(key: &str, text: &str) -> Result<Duration, ConfigError> {
         return Err(invalid(key, "must be longer than zero"));
     }
     Ok(d)
+}
+
+/// A duration that may be zero (a grace period of "0s" means: stop at once).
+fn duration_or_zero(key: &str, text: &str) -> Result<Duration, ConfigError> {
+    humantime::parse_duration(text.trim()).map_err(|e| {
+        invalid(
+            key,
+            format!("{text:?} is not a duration like \"10s\" or \"0s\" ({e})"),
+        )
+    })
 }
 
 fn millis(d: Duration) -> i64 {
@@ -241,6 +259,10 @@ pub struct OriginConfig {
     pub address: String,
     pub tls: bool,
     pub sni: String,
+    /// Check the origin's certificate chain and name (only with `tls`).
+    pub verify: bool,
+    /// Trust only the CAs in this PEM file for the origin, not the system's.
+    pub ca_file: Option<PathBuf>,
     pub host_header: Option<String>,
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
@@ -272,10 +294,38 @@ pub struct StoreConfig {
     pub leader_ttl: Duration,
 }
 
+/// The certificate and key of the public listener, which then speaks TLS (HTTP/2 and HTTP/1.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenTls {
+    pub certificate: PathBuf,
+    pub key: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// One line per request on the public listener.
+    pub access: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen: SocketAddr,
     pub threads: usize,
+    pub tls: Option<ListenTls>,
+    /// How long SIGTERM (or a hand-over) lets requests in flight finish.
+    pub grace_period: Duration,
+    /// Where a process started with `--upgrade` receives the listening sockets.
+    pub upgrade_socket: Option<PathBuf>,
+    /// Written once the listening sockets are ours (after a hand-over too), for systemd.
+    pub pid_file: Option<PathBuf>,
+    pub log: LogConfig,
     pub origin: OriginConfig,
     pub room_id: String,
     pub route: Route,
@@ -289,6 +339,10 @@ pub struct Config {
     pub custom_page: Option<Arc<CustomPage>>,
     /// The effective file (defaults filled in, environment applied), for `--test`.
     pub file: ConfigFile,
+    /// The file this was loaded from: reloads read it again.
+    pub source: Option<PathBuf>,
+    /// Started with `--dev`: a reload accepts missing secrets like the start did.
+    pub dev: bool,
 }
 
 impl ConfigFile {
@@ -326,6 +380,14 @@ fn socket_addr(key: &str, text: &str) -> Result<SocketAddr, ConfigError> {
             format!("{text:?} is not an address like 127.0.0.1:8080"),
         )
     })
+}
+
+fn non_empty_path(key: &str, text: Option<&str>) -> Result<Option<PathBuf>, ConfigError> {
+    match text {
+        Some(t) if t.trim().is_empty() => Err(invalid(key, "cannot be empty")),
+        Some(t) => Ok(Some(PathBuf::from(t))),
+        None => Ok(None),
+    }
 }
 
 fn colour(key: &str, text: &str) -> Result<String, ConfigError> {
@@ -464,7 +526,10 @@ impl Config {
     ) -> Result<(Config, Vec<String>), ConfigError> {
         let file = ConfigFile::read(path)?;
         let base_dir = path.parent().unwrap_or(Path::new("."));
-        Self::from_file_in(file, env, dev, base_dir)
+        let (mut config, warnings) = Self::from_file_in(file, env, dev, base_dir)?;
+        // Kept for SIGHUP: the room is read again from the same file.
+        config.source = Some(path.to_path_buf());
+        Ok((config, warnings))
     }
 
     /// A config from text; a relative `[page] template` is taken from the working directory.
@@ -494,7 +559,7 @@ impl Config {
         let mut warnings = Vec::new();
         let pass_secret = secret(
             "pass.secret",
-            "WR_JWT_SECRET",
+            ENV_JWT_SECRET,
             &mut file.pass.secret,
             env,
             dev,
@@ -502,7 +567,7 @@ impl Config {
         )?;
         let admin_token = secret(
             "admin.token",
-            "WR_ADMIN_TOKEN",
+            ENV_ADMIN_TOKEN,
             &mut file.admin.token,
             env,
             dev,
@@ -527,9 +592,21 @@ impl Config {
                 format!("{:?} is not host:port", origin.address),
             ));
         }
+        if origin.ca_file.is_some() && !origin.tls {
+            return Err(invalid("origin.ca_file", "needs origin.tls = true"));
+        }
+        if origin.tls && !origin.verify {
+            warnings.push(
+                "origin.verify = false: the origin's certificate is not checked; anyone on the \
+                 path to it can read and change the traffic"
+                    .into(),
+            );
+        }
         let origin_config = OriginConfig {
             address: origin.address.clone(),
             tls: origin.tls,
+            verify: origin.verify,
+            ca_file: non_empty_path("origin.ca_file", origin.ca_file.as_deref())?,
             sni: origin
                 .sni
                 .clone()
@@ -598,9 +675,52 @@ impl Config {
             );
         }
 
+        let listen = &file.listen;
+        let tls = match (
+            non_empty_path("listen.certificate", listen.certificate.as_deref())?,
+            non_empty_path("listen.key", listen.key.as_deref())?,
+        ) {
+            (Some(certificate), Some(key)) => Some(ListenTls { certificate, key }),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(invalid("listen.key", "is required with listen.certificate"));
+            }
+            (None, Some(_)) => {
+                return Err(invalid("listen.certificate", "is required with listen.key"));
+            }
+        };
+        // Under systemd (RuntimeDirectory=) the hand-over needs no configuration.
+        let runtime_dir = env
+            .var(ENV_RUNTIME_DIRECTORY)
+            .and_then(|dirs| dirs.split(':').next().map(PathBuf::from));
+        let in_runtime_dir = |name: &str| runtime_dir.as_ref().map(|dir| dir.join(name));
+        let upgrade_socket =
+            non_empty_path("listen.upgrade_socket", listen.upgrade_socket.as_deref())?
+                .or_else(|| in_runtime_dir(UPGRADE_SOCKET_NAME));
+        let pid_file = non_empty_path("listen.pid_file", listen.pid_file.as_deref())?
+            .or_else(|| in_runtime_dir(PID_FILE_NAME));
+        let log = LogConfig {
+            format: match file.log.format.as_str() {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                other => {
+                    return Err(invalid(
+                        "log.format",
+                        format!("{other:?} is not one of text, json"),
+                    ));
+                }
+            },
+            access: file.log.access,
+        };
+
         let config = Config {
-            listen: socket_addr("listen.address", &file.listen.address)?,
-            threads: file.listen.threads,
+            listen: socket_addr("listen.address", &listen.address)?,
+            threads: listen.threads,
+            tls,
+            grace_period: duration_or_zero("listen.grace_period", &listen.grace_period)?,
+            upgrade_socket,
+            pid_file,
+            log,
             origin: origin_config,
             route: Route {
                 host: file.room.host.as_ref().map(|h| h.to_ascii_lowercase()),
@@ -627,6 +747,8 @@ impl Config {
             custom_page: custom_page(&file.page, base_dir, &mut warnings)?,
             room,
             file,
+            source: None,
+            dev,
         };
         if config.admin_address == config.listen {
             return Err(invalid("admin.address", "must differ from listen.address"));

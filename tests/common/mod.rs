@@ -3,5 +3,7 @@
 
 pub mod conformance;
 pub mod origin;
+pub mod process;
 pub mod proxy;
 pub mod redis_server;
+pub mod tls;

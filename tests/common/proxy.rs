@@ -37,12 +37,62 @@ pub struct TestProxy {
     pub clock: Arc<ManualClock>,
     pub base: String,
     pub admin: String,
+    pub port: u16,
     pub origin: StubOrigin,
+    /// The file the proxy was loaded from (edit it, then reload).
+    pub config_file: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Extra TOML lines for each section of a test config.
+#[derive(Clone, Copy)]
+pub struct Sections<'a> {
+    pub grace_period: &'a str,
+    pub read_timeout: &'a str,
+    pub listen: &'a str,
+    pub origin: &'a str,
+    pub room: &'a str,
+    /// Whole sections after [admin].
+    pub rest: &'a str,
+}
+
+impl Default for Sections<'_> {
+    fn default() -> Self {
+        Self {
+            grace_period: "0s",
+            read_timeout: "1s",
+            listen: "",
+            origin: "",
+            room: "",
+            rest: "",
+        }
+    }
 }
 
 /// A config for the test proxy: `room` is extra TOML lines for the [room] section, `rest` extra
 /// sections after it.
 pub fn config_text(listen: u16, admin: u16, origin: SocketAddr, room: &str, rest: &str) -> String {
+    config_with(
+        listen,
+        admin,
+        origin,
+        Sections {
+            room,
+            rest,
+            ..Sections::default()
+        },
+    )
+}
+
+pub fn config_with(listen: u16, admin: u16, origin: SocketAddr, s: Sections) -> String {
+    let Sections {
+        grace_period,
+        read_timeout,
+        listen: listen_extra,
+        origin: origin_extra,
+        room,
+        rest,
+    } = s;
     let mut defaults = String::new();
     for (key, value) in [("admission_interval", "20ms"), ("refresh_interval", "2s")] {
         if !room.contains(key) {
@@ -54,11 +104,14 @@ pub fn config_text(listen: u16, admin: u16, origin: SocketAddr, room: &str, rest
 [listen]
 address = "127.0.0.1:{listen}"
 threads = 2
+grace_period = "{grace_period}"
+{listen_extra}
 
 [origin]
 address = "{origin}"
 connect_timeout = "1s"
-read_timeout = "1s"
+read_timeout = "{read_timeout}"
+{origin_extra}
 
 [room]
 id = "test-room"
@@ -87,6 +140,12 @@ impl TestProxy {
         Self::start_before(origin.addr, room, rest, origin)
     }
 
+    /// A proxy on the driven clock with extra lines in any section; `origin_addr` is what the
+    /// proxy connects to (something in front of `origin`, or `origin.addr`).
+    pub fn start_sections(origin_addr: SocketAddr, origin: StubOrigin, s: Sections) -> Self {
+        Self::launch(origin_addr, s, origin, false)
+    }
+
     /// A proxy whose clock is driven by the test (`clock.advance`).
     pub fn start_before(
         origin_addr: SocketAddr,
@@ -94,24 +153,30 @@ impl TestProxy {
         rest: &str,
         origin: StubOrigin,
     ) -> Self {
-        Self::launch(origin_addr, room, rest, origin, false)
+        let s = Sections {
+            room,
+            rest,
+            ..Sections::default()
+        };
+        Self::launch(origin_addr, s, origin, false)
     }
 
     /// A proxy on the real clock, for tests against a real Redis (which keeps real time).
     pub fn start_real_time(origin: &StubOrigin, room: &str, rest: &str) -> Self {
-        Self::launch(origin.addr, room, rest, origin.clone(), true)
+        let s = Sections {
+            room,
+            rest,
+            ..Sections::default()
+        };
+        Self::launch(origin.addr, s, origin.clone(), true)
     }
 
-    fn launch(
-        origin_addr: SocketAddr,
-        room: &str,
-        rest: &str,
-        origin: StubOrigin,
-        real_time: bool,
-    ) -> Self {
+    fn launch(origin_addr: SocketAddr, s: Sections, origin: StubOrigin, real_time: bool) -> Self {
         let (listen, admin) = (free_port(), free_port());
-        let text = config_text(listen, admin, origin_addr, room, rest);
-        let (config, _) = Config::parse(&text, &NoEnvironment, false).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let config_file = dir.path().join("room.toml");
+        std::fs::write(&config_file, config_with(listen, admin, origin_addr, s)).unwrap();
+        let (config, _) = Config::load(&config_file, &NoEnvironment, false).unwrap();
         let clock = ManualClock::starting_now();
         let run_clock: SharedClock = if real_time {
             Arc::new(SystemClock)
@@ -123,8 +188,8 @@ impl TestProxy {
             RunOptions {
                 clock: run_clock,
                 seed: 7,
-                grace_period_secs: 0,
                 redis_follows_clock: false,
+                upgrade: false,
             },
         )
         .unwrap();
@@ -135,7 +200,10 @@ impl TestProxy {
             clock,
             base: format!("http://127.0.0.1:{listen}"),
             admin: format!("http://127.0.0.1:{admin}"),
+            port: listen,
             origin,
+            config_file,
+            _dir: dir,
         }
     }
 

@@ -1,0 +1,742 @@
+#![allow(clippy::unwrap_used)]
+//! The deploy files agree with the code and with config/: nothing here runs a container, so
+//! these tests read the files and check what would otherwise only fail in production: ports,
+//! paths, environment names, probes, selectors, and every metric the dashboard and the alert
+//! rules use.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_yaml::Value;
+use waitroom::config::model::{
+    Backend, ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_RUNTIME_DIRECTORY, Environment, PID_FILE_NAME,
+    UPGRADE_SOCKET_NAME,
+};
+use waitroom::config::{Config, ConfigError};
+
+const SECRET: &str = "0123456789abcdef0123456789abcdef-secret";
+
+struct Env(HashMap<String, String>);
+
+impl Environment for Env {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+}
+
+fn env(pairs: &[(&str, &str)]) -> Env {
+    Env(pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect())
+}
+
+fn secrets() -> Env {
+    env(&[(ENV_JWT_SECRET, SECRET), (ENV_ADMIN_TOKEN, SECRET)])
+}
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(repo(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn documents(path: &str) -> Vec<Value> {
+    serde_yaml::Deserializer::from_str(&read(path))
+        .map(|doc| Value::deserialize(doc).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or_else(|| panic!("not a string: {v:?}"))
+}
+
+fn number(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v:?}"))
+}
+
+/// Every Kubernetes object of deploy/kubernetes, through its kustomization.
+struct Manifests {
+    objects: Vec<Value>,
+}
+
+impl Manifests {
+    fn load() -> Self {
+        let kustomization = documents("deploy/kubernetes/kustomization.yaml").remove(0);
+        let listed: BTreeSet<String> = kustomization["resources"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|r| text(r).to_owned())
+            .collect();
+        let present: BTreeSet<String> = std::fs::read_dir(repo("deploy/kubernetes"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".yaml") && name != "kustomization.yaml")
+            .collect();
+        assert_eq!(listed, present, "the kustomization lists every manifest");
+        let objects = listed
+            .iter()
+            .flat_map(|file| documents(&format!("deploy/kubernetes/{file}")))
+            .collect();
+        Self { objects }
+    }
+
+    fn get(&self, kind: &str, name: &str) -> &Value {
+        self.objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    }
+
+    fn proxy(&self) -> &Value {
+        self.get("Deployment", "waitroom")
+    }
+
+    fn container(&self) -> &Value {
+        let containers = self.proxy()["spec"]["template"]["spec"]["containers"]
+            .as_sequence()
+            .unwrap();
+        containers.iter().find(|c| c["name"] == "waitroom").unwrap()
+    }
+
+    /// The ConfigMap's drop.toml, validated by the proxy's own config code.
+    fn config(&self) -> Config {
+        let toml = text(&self.get("ConfigMap", "waitroom-config")["data"]["drop.toml"]);
+        Config::parse(toml, &secrets(), false)
+            .unwrap_or_else(|e| panic!("the ConfigMap's drop.toml: {e}"))
+            .0
+    }
+}
+
+fn container_port(container: &Value, name: &str) -> u64 {
+    let ports = container["ports"].as_sequence().unwrap();
+    number(
+        &ports
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no container port {name}"))["containerPort"],
+    )
+}
+
+/// A probe's or Service's port: a number, or the name of a container port.
+fn resolve_port(container: &Value, port: &Value) -> u64 {
+    port.as_u64()
+        .unwrap_or_else(|| container_port(container, text(port)))
+}
+
+fn labels(v: &Value) -> BTreeMap<String, String> {
+    v.as_mapping()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (text(k).to_owned(), text(v).to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn selects(selector: &Value, target: &Value) -> bool {
+    let (selector, target) = (labels(selector), labels(target));
+    !selector.is_empty() && selector.iter().all(|(k, v)| target.get(k) == Some(v))
+}
+
+fn duration_secs(text: &str) -> u64 {
+    humantime::parse_duration(text).unwrap().as_secs()
+}
+
+#[test]
+fn the_configmap_is_a_valid_redis_room_and_the_deployment_matches_it() {
+    let k = Manifests::load();
+    let config = k.config();
+    let c = k.container();
+    let pod = &k.proxy()["spec"]["template"]["spec"];
+
+    assert!(number(&k.proxy()["spec"]["replicas"]) >= 2);
+    assert!(
+        matches!(config.store.backend, Backend::Redis { .. }),
+        "replicas share one room through Redis"
+    );
+    // Reachable from outside the pod: the Service, the kubelet, Prometheus.
+    assert!(config.listen.ip().is_unspecified());
+    assert!(config.admin_address.ip().is_unspecified());
+    assert_eq!(
+        container_port(c, "http"),
+        u64::from(config.listen.port()),
+        "container port http = listen.address"
+    );
+    assert_eq!(
+        container_port(c, "admin"),
+        u64::from(config.admin_address.port())
+    );
+    assert!(config.tls.is_none(), "TLS ends at the Ingress");
+    assert!(config.pass.cookie_secure);
+
+    // --config points at the ConfigMap's key where the volume mounts it.
+    let args: Vec<&str> = c["args"].as_sequence().unwrap().iter().map(text).collect();
+    let at = args.iter().position(|a| *a == "--config").unwrap();
+    let path = Path::new(args[at + 1]);
+    let mount = c["volumeMounts"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|m| Path::new(text(&m["mountPath"])) == path.parent().unwrap())
+        .expect("a volume mounted where --config points");
+    let volume = pod["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap();
+    assert_eq!(volume["configMap"]["name"], "waitroom-config");
+    let file_name = path.file_name().unwrap().to_str().unwrap();
+    assert!(
+        !k.get("ConfigMap", "waitroom-config")["data"][file_name].is_null(),
+        "the ConfigMap has {file_name}"
+    );
+
+    // Readiness and liveness on the admin port, on the paths the admin listener serves.
+    let admin_port = u64::from(config.admin_address.port());
+    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+        let get = &c[probe]["httpGet"];
+        assert_eq!(get["path"], path, "{probe}");
+        assert_eq!(resolve_port(c, &get["port"]), admin_port, "{probe}");
+    }
+
+    // Long enough for preStop, the grace period and Pingora's shutdown timeout.
+    let pre_stop = c["lifecycle"]["preStop"]["sleep"]["seconds"]
+        .as_u64()
+        .unwrap_or(0);
+    let grace = config.grace_period.as_secs();
+    assert!(
+        number(&pod["terminationGracePeriodSeconds"]) > pre_stop + grace + grace.max(1),
+        "terminationGracePeriodSeconds too short"
+    );
+
+    let requests = &c["resources"]["requests"];
+    assert!(requests["cpu"].is_string() && requests["memory"].is_string());
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+}
+
+#[test]
+fn the_secret_feeds_exactly_the_variables_the_code_reads_and_its_placeholders_cannot_run() {
+    let k = Manifests::load();
+    let secret = k.get("Secret", "waitroom-secrets");
+    let mut from_secret = BTreeSet::new();
+    for var in k.container()["env"].as_sequence().unwrap() {
+        let reference = &var["valueFrom"]["secretKeyRef"];
+        if reference.is_null() {
+            continue;
+        }
+        assert_eq!(reference["name"], "waitroom-secrets");
+        let key = text(&reference["key"]);
+        assert!(!secret["stringData"][key].is_null(), "the Secret has {key}");
+        from_secret.insert(text(&var["name"]).to_owned());
+    }
+    assert_eq!(
+        from_secret,
+        BTreeSet::from([ENV_JWT_SECRET.to_owned(), ENV_ADMIN_TOKEN.to_owned()])
+    );
+    // Applied as shipped, the proxy refuses the placeholders instead of running with them.
+    let placeholders = env(&[
+        (ENV_JWT_SECRET, text(&secret["stringData"][ENV_JWT_SECRET])),
+        (
+            ENV_ADMIN_TOKEN,
+            text(&secret["stringData"][ENV_ADMIN_TOKEN]),
+        ),
+    ]);
+    let toml = text(&k.get("ConfigMap", "waitroom-config")["data"]["drop.toml"]);
+    match Config::parse(toml, &placeholders, false) {
+        Err(ConfigError::Invalid { key, .. }) => assert_eq!(key, "pass.secret"),
+        other => panic!("the placeholder secrets were accepted: {:?}", other.is_ok()),
+    }
+}
+
+#[test]
+fn services_the_budget_and_the_servicemonitor_select_what_they_should() {
+    let k = Manifests::load();
+    let config = k.config();
+    let pod_labels = &k.proxy()["spec"]["template"]["metadata"]["labels"];
+    assert!(selects(
+        &k.proxy()["spec"]["selector"]["matchLabels"],
+        pod_labels
+    ));
+    let c = k.container();
+
+    let public = k.get("Service", "waitroom");
+    assert!(selects(&public["spec"]["selector"], pod_labels));
+    let ports = public["spec"]["ports"].as_sequence().unwrap();
+    assert_eq!(
+        ports.len(),
+        1,
+        "the admin port stays off the public Service"
+    );
+    assert_eq!(
+        resolve_port(c, &ports[0]["targetPort"]),
+        u64::from(config.listen.port())
+    );
+
+    let admin = k.get("Service", "waitroom-admin");
+    assert!(selects(&admin["spec"]["selector"], pod_labels));
+    let admin_port = &admin["spec"]["ports"][0];
+    assert_eq!(
+        resolve_port(c, &admin_port["targetPort"]),
+        u64::from(config.admin_address.port())
+    );
+
+    let monitor = k.get("ServiceMonitor", "waitroom");
+    assert!(selects(
+        &monitor["spec"]["selector"]["matchLabels"],
+        &admin["metadata"]["labels"]
+    ));
+    assert!(
+        !selects(
+            &monitor["spec"]["selector"]["matchLabels"],
+            &public["metadata"]["labels"]
+        ),
+        "metrics are scraped once per pod, not twice"
+    );
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(endpoint["port"], admin_port["name"]);
+    assert_eq!(endpoint["path"], "/metrics");
+
+    let pdb = k.get("PodDisruptionBudget", "waitroom");
+    assert!(selects(&pdb["spec"]["selector"]["matchLabels"], pod_labels));
+    assert!(number(&pdb["spec"]["minAvailable"]) < number(&k.proxy()["spec"]["replicas"]));
+
+    // store.url names the Redis Service and its port.
+    let Backend::Redis { url } = &config.store.backend else {
+        panic!("not redis")
+    };
+    let host_port = url
+        .trim_start_matches("redis://")
+        .split('/')
+        .next()
+        .unwrap();
+    let redis = k.get("Service", "waitroom-redis");
+    assert_eq!(
+        host_port,
+        format!(
+            "{}:{}",
+            text(&redis["metadata"]["name"]),
+            number(&redis["spec"]["ports"][0]["port"])
+        )
+    );
+    let redis_pod = &k.get("Deployment", "waitroom-redis")["spec"]["template"]["metadata"];
+    assert!(selects(&redis["spec"]["selector"], &redis_pod["labels"]));
+    assert!(
+        !selects(&public["spec"]["selector"], &redis_pod["labels"]),
+        "Redis is not behind the public Service"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probed_and_scraped_paths_are_served_by_the_admin_listener() {
+    let k = Manifests::load();
+    let c = k.container();
+    let monitor = k.get("ServiceMonitor", "waitroom");
+    let paths = [
+        text(&c["readinessProbe"]["httpGet"]["path"]).to_owned(),
+        text(&c["livenessProbe"]["httpGet"]["path"]).to_owned(),
+        text(&monitor["spec"]["endpoints"][0]["path"]).to_owned(),
+    ];
+    let proxy = common::proxy::TestProxy::start("total_active_users = 1\nnew_users_per_minute = 1");
+    for path in paths {
+        let answer = reqwest::get(format!("{}{path}", proxy.admin))
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+    }
+}
+
+/// Dockerfile instructions, continuation lines joined: (instruction, arguments).
+fn dockerfile() -> Vec<(String, String)> {
+    let text = read("deploy/Dockerfile").replace("\\\n", " ");
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (op, rest) = l.split_once(' ').unwrap_or((l, ""));
+            (op.to_ascii_uppercase(), rest.trim().to_owned())
+        })
+        .collect()
+}
+
+fn bin_name() -> String {
+    let cargo: toml::Value = toml::from_str(&read("Cargo.toml")).unwrap();
+    cargo["bin"][0]["name"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_dockerfile_builds_in_one_stage_and_runs_unprivileged_in_another() {
+    let steps = dockerfile();
+    let froms: Vec<usize> = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, (op, _))| op == "FROM")
+        .map(|(i, _)| i)
+        .collect();
+    assert!(froms.len() >= 2, "multi-stage");
+    let build = &steps[froms[0]..froms[froms.len() - 1]];
+    let runtime = &steps[froms[froms.len() - 1]..];
+    assert!(
+        build
+            .iter()
+            .any(|(op, args)| op == "RUN" && args.contains("install") && args.contains("cmake")),
+        "pingora-core needs cmake to build"
+    );
+    assert!(
+        build.iter().any(|(op, args)| op == "RUN"
+            && args.contains("--locked")
+            && args.contains("--release"))
+    );
+
+    let bin = bin_name();
+    let copied_to = runtime
+        .iter()
+        .find(|(op, args)| op == "COPY" && args.contains("--from=") && args.contains(&bin))
+        .map(|(_, args)| args.split_whitespace().last().unwrap().to_owned())
+        .expect("the binary is copied into the runtime stage");
+    let entrypoint: Vec<String> = runtime
+        .iter()
+        .find(|(op, _)| op == "ENTRYPOINT")
+        .map(|(_, args)| serde_json::from_str(args).unwrap())
+        .unwrap();
+    assert_eq!(entrypoint, [copied_to]);
+
+    let user = &runtime.iter().rfind(|(op, _)| op == "USER").unwrap().1;
+    let uid: u64 = user.split(':').next().unwrap().parse().unwrap();
+    assert_ne!(uid, 0, "not root");
+    let k = Manifests::load();
+    assert_eq!(
+        number(&k.proxy()["spec"]["template"]["spec"]["securityContext"]["runAsUser"]),
+        uid,
+        "the pod runs as the image's user"
+    );
+
+    let config = k.config();
+    let exposed: BTreeSet<u64> = runtime
+        .iter()
+        .filter(|(op, _)| op == "EXPOSE")
+        .flat_map(|(_, args)| args.split_whitespace().map(|p| p.parse::<u64>().unwrap()))
+        .collect();
+    assert_eq!(
+        exposed,
+        BTreeSet::from([
+            u64::from(config.listen.port()),
+            u64::from(config.admin_address.port())
+        ])
+    );
+    // The image's default command reads the file the Deployment mounts.
+    let cmd: Vec<String> = runtime
+        .iter()
+        .find(|(op, _)| op == "CMD")
+        .map(|(_, args)| serde_json::from_str(args).unwrap())
+        .unwrap();
+    let deployment_args: Vec<&str> = k.container()["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
+    assert_eq!(cmd, deployment_args);
+    assert!(read(".dockerignore").lines().any(|l| l.trim() == "target/"));
+}
+
+/// `key -> values` of one section of a systemd unit.
+fn unit_section(text: &str, section: &str) -> HashMap<String, Vec<String>> {
+    let mut keys: HashMap<String, Vec<String>> = HashMap::new();
+    let mut inside = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            inside = line == format!("[{section}]");
+            continue;
+        }
+        if !inside || line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line.split_once('=').unwrap();
+        keys.entry(key.to_owned())
+            .or_default()
+            .push(value.to_owned());
+    }
+    keys
+}
+
+#[test]
+fn the_systemd_unit_is_hardened_and_agrees_with_the_binary() {
+    let unit = read("deploy/systemd/waitroom.service");
+    let service = unit_section(&unit, "Service");
+    let one = |key: &str| -> &str {
+        let values = service
+            .get(key)
+            .unwrap_or_else(|| panic!("[Service] {key} is missing"));
+        values.last().unwrap()
+    };
+    for (key, value) in [
+        ("DynamicUser", "yes"),
+        ("NoNewPrivileges", "yes"),
+        ("ProtectSystem", "strict"),
+        ("ProtectHome", "yes"),
+        ("PrivateTmp", "yes"),
+        ("PrivateDevices", "yes"),
+        ("RestrictSUIDSGID", "yes"),
+        ("KillSignal", "SIGTERM"),
+    ] {
+        assert_eq!(one(key), value, "{key}");
+    }
+    assert!(
+        one("CapabilityBoundingSet")
+            .split_whitespace()
+            .all(|c| c == "CAP_NET_BIND_SERVICE")
+    );
+
+    let start: Vec<&str> = one("ExecStart").split_whitespace().collect();
+    assert_eq!(
+        Path::new(start[0]).file_name().unwrap().to_str(),
+        Some(bin_name().as_str())
+    );
+    assert_eq!(start[1], "--config");
+    let pre: Vec<&str> = one("ExecStartPre").split_whitespace().collect();
+    assert_eq!(
+        pre,
+        [&start[..], &["--test"]].concat(),
+        "checked before start"
+    );
+    assert!(one("ExecReload").contains("-HUP") && one("ExecReload").contains("$MAINPID"));
+
+    // The env file carries exactly the secrets the code reads (and the log level).
+    assert!(one("EnvironmentFile").starts_with("/etc/"));
+    let example = read("deploy/systemd/waitroom.env.example");
+    let names: BTreeSet<&str> = example
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.split_once('=').unwrap().0)
+        .collect();
+    assert_eq!(
+        names,
+        BTreeSet::from([ENV_JWT_SECRET, ENV_ADMIN_TOKEN, "RUST_LOG"])
+    );
+
+    // Under RuntimeDirectory=, the shipped drop.toml hands over through that directory and
+    // writes the pid file PIDFile= names.
+    let runtime_dir = Path::new("/run").join(one("RuntimeDirectory"));
+    let mut with_runtime = secrets();
+    with_runtime.0.insert(
+        ENV_RUNTIME_DIRECTORY.into(),
+        runtime_dir.display().to_string(),
+    );
+    let (config, _) = Config::load(&repo("config/drop.toml"), &with_runtime, false).unwrap();
+    assert_eq!(config.pid_file.as_deref(), Some(Path::new(one("PIDFile"))));
+    assert_eq!(config.pid_file, Some(runtime_dir.join(PID_FILE_NAME)));
+    assert_eq!(
+        config.upgrade_socket,
+        Some(runtime_dir.join(UPGRADE_SOCKET_NAME))
+    );
+    // Stopping waits for the grace period and Pingora's shutdown timeout.
+    let grace = config.grace_period.as_secs();
+    assert!(duration_secs(one("TimeoutStopSec")) > grace + grace.max(1));
+}
+
+fn metric_names(expr: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let bytes = expr.as_bytes();
+    let mut i = 0;
+    while let Some(at) = expr[i..].find("waitroom_") {
+        let start = i + at;
+        let end = expr[start..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(expr.len(), |n| start + n);
+        let preceded =
+            start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
+        if !preceded {
+            names.push(expr[start..end].to_owned());
+        }
+        i = end;
+    }
+    names
+}
+
+/// Checks one PromQL expression: its metrics are exported, its label values exist.
+fn check_expr(expr: &str, used: &mut BTreeSet<String>) {
+    let names = metric_names(expr);
+    assert!(!names.is_empty(), "no waitroom metric in {expr}");
+    for name in names {
+        let base = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|suffix| {
+                name.strip_suffix(suffix)
+                    .filter(|b| waitroom::metrics::HISTOGRAMS.contains(b))
+            })
+            .unwrap_or(&name);
+        assert!(
+            waitroom::metrics::NAMES.contains(&base),
+            "{name} is not exported by the proxy (in {expr})"
+        );
+        used.insert(base.to_owned());
+    }
+    let outcomes = [
+        "passed",
+        "admitted",
+        "queued",
+        "bypassed",
+        "rejected",
+        "unprotected",
+    ];
+    for (label, allowed) in [
+        ("outcome", &outcomes[..]),
+        ("class", &["1xx", "2xx", "3xx", "4xx", "5xx"][..]),
+        ("kind", &["connect", "tls", "timeout", "status"][..]),
+    ] {
+        let needle = format!("{label}=\"");
+        let mut rest = expr;
+        while let Some(at) = rest.find(&needle) {
+            let value = &rest[at + needle.len()..];
+            let value = &value[..value.find('"').unwrap()];
+            assert!(allowed.contains(&value), "{label}={value:?} in {expr}");
+            rest = &rest[at + needle.len()..];
+        }
+    }
+    assert_eq!(
+        expr.matches('(').count(),
+        expr.matches(')').count(),
+        "unbalanced: {expr}"
+    );
+}
+
+#[test]
+fn outcome_labels_in_the_checks_are_the_proxys() {
+    use waitroom::metrics::Outcome;
+    let labels: Vec<&str> = [
+        Outcome::Passed,
+        Outcome::Admitted,
+        Outcome::Queued,
+        Outcome::Bypassed,
+        Outcome::Rejected,
+        Outcome::Unprotected,
+    ]
+    .iter()
+    .map(|o| o.label())
+    .collect();
+    assert_eq!(
+        labels,
+        [
+            "passed",
+            "admitted",
+            "queued",
+            "bypassed",
+            "rejected",
+            "unprotected"
+        ]
+    );
+}
+
+#[test]
+fn every_metric_in_the_dashboard_is_exported_and_the_room_is_covered() {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&read("deploy/grafana/waitroom-dashboard.json")).unwrap();
+    let mut used = BTreeSet::new();
+    let mut ids = BTreeSet::new();
+    let mut titles = Vec::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        assert!(
+            ids.insert(panel["id"].as_u64().unwrap()),
+            "duplicate panel id"
+        );
+        titles.push(panel["title"].as_str().unwrap().to_owned());
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            check_expr(target["expr"].as_str().unwrap(), &mut used);
+        }
+    }
+    // What an operator watches during a drop.
+    for needed in [
+        "waitroom_occupancy",
+        "waitroom_capacity",
+        "waitroom_queue_length",
+        "waitroom_admitted_total",
+        "waitroom_rate_per_minute",
+        "waitroom_wait_seconds",
+        "waitroom_requests_total",
+        "waitroom_origin_seconds",
+        "waitroom_origin_responses_total",
+        "waitroom_upstream_errors_total",
+        "waitroom_leader",
+        "waitroom_store_up",
+        "waitroom_store_errors_total",
+    ] {
+        assert!(
+            used.contains(needed),
+            "the dashboard does not show {needed}"
+        );
+    }
+    let variables: Vec<&str> = dashboard["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert!(variables.contains(&"room") && variables.contains(&"datasource"));
+}
+
+#[test]
+fn every_alert_uses_exported_metrics_and_the_operator_copy_is_identical() {
+    let rules = documents("deploy/grafana/alerts.yaml").remove(0);
+    let mut used = BTreeSet::new();
+    let mut alerts = BTreeSet::new();
+    for group in rules["groups"].as_sequence().unwrap() {
+        for rule in group["rules"].as_sequence().unwrap() {
+            let name = text(&rule["alert"]).to_owned();
+            check_expr(text(&rule["expr"]), &mut used);
+            assert!(rule["for"].is_string(), "{name}: for");
+            let severity = text(&rule["labels"]["severity"]);
+            assert!(["warning", "critical"].contains(&severity), "{name}");
+            assert!(rule["annotations"]["summary"].is_string(), "{name}");
+            assert!(rule["annotations"]["description"].is_string(), "{name}");
+            alerts.insert(name);
+        }
+    }
+    for needed in [
+        "WaitroomPinnedAtCapacity",
+        "WaitroomStoreUnreachable",
+        "WaitroomNoLeader",
+        "WaitroomOrigin5xx",
+        "WaitroomAdmissionsBelowRate",
+    ] {
+        assert!(alerts.contains(needed), "no {needed} alert");
+    }
+    assert!(used.contains("waitroom_rate_per_minute"));
+
+    let k = Manifests::load();
+    let operator = k.get("PrometheusRule", "waitroom");
+    assert_eq!(
+        operator["spec"], rules,
+        "deploy/kubernetes/prometheusrule.yaml differs from deploy/grafana/alerts.yaml"
+    );
+}
+
+#[test]
+fn the_shipped_config_documents_the_new_keys() {
+    let drop = read("config/drop.toml");
+    for key in [
+        "certificate",
+        "grace_period",
+        "upgrade_socket",
+        "pid_file",
+        "verify",
+        "ca_file",
+        "[log]",
+        "access",
+    ] {
+        assert!(
+            drop.contains(key),
+            "config/drop.toml does not mention {key}"
+        );
+    }
+}

@@ -1,0 +1,217 @@
+#![allow(clippy::unwrap_used)]
+//! TLS with certificates made by the test: visitors speak HTTPS (HTTP/2 by ALPN) to the proxy;
+//! the proxy speaks TLS to the origin, trusting a CA file, checking the name it asked for (SNI);
+//! a certificate nobody vouches for gets the branded 502.
+
+mod common;
+
+use std::net::SocketAddr;
+
+use common::origin::StubOrigin;
+use common::proxy::{Sections, TestProxy};
+use common::tls::{TestCa, TlsFront};
+
+fn https_client(ca: &TestCa, port: u16) -> reqwest::ClientBuilder {
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca.ca_pem.as_bytes()).unwrap()])
+        .resolve("localhost", addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visitors_get_https_with_http2_and_http1_still_works() {
+    let ca = TestCa::new();
+    let leaf = ca.leaf(&["localhost"], "proxy");
+    let listen = format!(
+        "certificate = \"{}\"\nkey = \"{}\"",
+        leaf.certificate.display(),
+        leaf.key.display()
+    );
+    let origin = StubOrigin::start();
+    let proxy = TestProxy::start_sections(
+        origin.addr,
+        origin,
+        Sections {
+            listen: &listen,
+            room: "total_active_users = 10\nnew_users_per_minute = 1000",
+            ..Sections::default()
+        },
+    );
+    let url = format!("https://localhost:{}/shoes", proxy.port);
+
+    let h2 = https_client(&ca, proxy.port).build().unwrap();
+    let answer = h2.get(&url).send().await.unwrap();
+    assert_eq!(answer.version(), reqwest::Version::HTTP_2, "ALPN picked h2");
+    assert_eq!(answer.status(), 200);
+    assert!(
+        answer
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .any(|c| c.to_str().unwrap().starts_with("waitroom=")),
+        "admitted over h2: the pass cookie comes with the origin's answer"
+    );
+    assert_eq!(answer.text().await.unwrap(), "origin:/shoes");
+
+    // The waiting room's own answers over h2 as well.
+    let status = h2
+        .get(format!(
+            "https://localhost:{}/__waitroom/status",
+            proxy.port
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.version(), reqwest::Version::HTTP_2);
+    let json: serde_json::Value = status.json().await.unwrap();
+    assert!(json["cfWaitingRoom"].is_object());
+
+    let h1 = https_client(&ca, proxy.port).http1_only().build().unwrap();
+    let answer = h1.get(&url).send().await.unwrap();
+    assert_eq!(answer.version(), reqwest::Version::HTTP_11);
+    assert_eq!(answer.text().await.unwrap(), "origin:/shoes");
+
+    let untrusting = reqwest::Client::builder()
+        .tls_certs_only([])
+        .resolve("localhost", ([127, 0, 0, 1], proxy.port).into())
+        .build()
+        .unwrap();
+    assert!(
+        untrusting.get(&url).send().await.is_err(),
+        "the handshake fails for a client without the CA"
+    );
+}
+
+/// A proxy whose origin is a TLS front (certificate for `origin.test`) before a stub origin.
+fn behind_tls(front: &TlsFront, origin: StubOrigin, origin_lines: &str) -> TestProxy {
+    TestProxy::start_sections(
+        front.addr,
+        origin,
+        Sections {
+            origin: origin_lines,
+            room: "total_active_users = 10\nnew_users_per_minute = 1000",
+            ..Sections::default()
+        },
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_origin_is_reached_over_tls_with_sni_and_a_custom_ca() {
+    let ca = TestCa::new();
+    let leaf = ca.leaf(&["origin.test"], "origin");
+    let origin = StubOrigin::start();
+    let front = TlsFront::start(&leaf, origin.addr);
+    let lines = format!(
+        "tls = true\nsni = \"origin.test\"\nca_file = \"{}\"",
+        ca.ca_file.display()
+    );
+    let proxy = behind_tls(&front, origin, &lines);
+    let answer = proxy.visitor().get("/cart").await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.body, "origin:/cart");
+    assert!(front.names_seen().contains(&Some("origin.test".to_owned())));
+    let metrics = reqwest::get(format!("{}/metrics", proxy.admin))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("waitroom_origin_responses_total{class=\"2xx\",room=\"test-room\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("waitroom_origin_seconds_count{room=\"test-room\"} 1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_certificate_nobody_vouches_for_gets_the_branded_502() {
+    let ca = TestCa::new();
+    let leaf = ca.leaf(&["origin.test"], "origin");
+    let origin = StubOrigin::start();
+    let front = TlsFront::start(&leaf, origin.addr);
+
+    // Verification is on by default: the system's CAs do not know the test CA.
+    let proxy = behind_tls(&front, origin.clone(), "tls = true\nsni = \"origin.test\"");
+    let answer = proxy.visitor().get("/cart").await;
+    assert_eq!(answer.status, 502);
+    assert!(
+        answer.body.contains("Test drop"),
+        "branded: {}",
+        answer.body
+    );
+    assert!(answer.body.contains("The shop is not answering right now"));
+    let metrics = reqwest::get(format!("{}/metrics", proxy.admin))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("waitroom_upstream_errors_total{kind=\"tls\",room=\"test-room\"} 1"),
+        "{metrics}"
+    );
+
+    // The right CA but another name than the certificate's: refused too.
+    let lines = format!(
+        "tls = true\nsni = \"elsewhere.test\"\nca_file = \"{}\"",
+        ca.ca_file.display()
+    );
+    let wrong_name = behind_tls(&front, origin.clone(), &lines);
+    assert_eq!(wrong_name.visitor().get("/cart").await.status, 502);
+
+    // Turned off on purpose (a test origin): through, whatever the certificate.
+    let unchecked = behind_tls(
+        &front,
+        origin,
+        "tls = true\nsni = \"origin.test\"\nverify = false",
+    );
+    let answer = unchecked.visitor().get("/cart").await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body, "origin:/cart");
+}
+
+#[test]
+fn bad_tls_files_stop_the_start_naming_the_key() {
+    let ca = TestCa::new();
+    let leaf = ca.leaf(&["localhost"], "proxy");
+    let other = ca.leaf(&["localhost"], "other");
+    let origin = StubOrigin::start();
+    let start = |listen: String, origin_lines: String| {
+        let text = common::proxy::config_with(
+            common::proxy::free_port(),
+            common::proxy::free_port(),
+            origin.addr,
+            Sections {
+                listen: &listen,
+                origin: &origin_lines,
+                room: "total_active_users = 1\nnew_users_per_minute = 1",
+                ..Sections::default()
+            },
+        );
+        let (config, _) =
+            waitroom::config::Config::parse(&text, &common::proxy::NoEnvironment, false).unwrap();
+        match waitroom::server::spawn(&config, waitroom::server::RunOptions::default()) {
+            Ok(_) => panic!("started with {listen} {origin_lines}"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let missing = start(
+        "certificate = \"/nonexistent.pem\"\nkey = \"/nonexistent.key\"".into(),
+        String::new(),
+    );
+    assert!(missing.starts_with("listen.certificate:"), "{missing}");
+    let mismatched = start(
+        format!(
+            "certificate = \"{}\"\nkey = \"{}\"",
+            leaf.certificate.display(),
+            other.key.display()
+        ),
+        String::new(),
+    );
+    assert!(mismatched.starts_with("listen.key:"), "{mismatched}");
+    let no_ca = start(
+        String::new(),
+        format!("tls = true\nca_file = \"{}\"", leaf.key.display()),
+    );
+    assert!(no_ca.starts_with("origin.ca_file:"), "{no_ca}");
+}
