@@ -239,13 +239,13 @@ pub fn wait_listening(port: u16) {
     panic!("nothing listens on port {port}");
 }
 
-/// Polls `check` until it holds, for at most 5 s of real time.
+/// Polls `check` until it holds, for at most 10 s of real time (a loaded machine is slow).
 pub async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    for _ in 0..250 {
+    for _ in 0..500 {
         if check().await {
             return;
         }
