@@ -21,8 +21,8 @@
 #   JOIN_VISITORS new visitors that join the full room to measure memory per waiting visitor
 #                 (Redis used_memory and proxy RSS), 0 to skip (default 20000; needs python3)
 #   IDLE_CONNS    idle keep-alive connections opened to waitroom-proxy and to the nginx proxy to
-#                 measure RSS per connection, 0 to skip (default 10000; once per run, with the
-#                 first store; needs python3)
+#                 measure RSS per connection, 0 to skip (default 10000; once per run, at the end
+#                 of the first store's scenarios; needs python3)
 #   REBUILD       1: run `cargo build --release` even if the binary exists (default 0)
 #   CARGO_TARGET_DIR  where the release binary is built/looked for (default target/)
 #   KEEP_TMP      1: keep the temp dir (configs, logs, raw wrk output) (default: only on failure)
@@ -336,12 +336,19 @@ start_redis() {
 }
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 redis_used_memory() { rcli INFO memory | tr -d '\r' | sed -n 's/^used_memory://p'; }
-# Calls since the last CONFIG RESETSTAT: "total evalsha", without the bench's own CONFIG and INFO.
-redis_calls() {
-    rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '
-        /^cmdstat_/ { name = substr($1, 9); if (name == "config" || name == "info") next
-                      total += $3; if (name == "evalsha") evalsha += $3 }
-        END { print total + 0, evalsha + 0 }'
+# Commands the Lua scripts run inside Redis (commandstats counts those too, one per redis.call).
+LUA_CMDS=" $(cat "$ROOT"/src/store/lua/*.lua 2>/dev/null |
+    grep -o "redis\.p\?call(['\"][A-Za-z]*" | sed "s/.*['\"]//" | tr '[:upper:]' '[:lower:]' | sort -u | xargs) "
+# Calls since the last CONFIG RESETSTAT, without the bench's own CONFIG and INFO:
+# "all evalsha client", all = every cmdstat_* (commands run inside scripts included),
+# client = EVALSHA plus every command the scripts never run: about one per network round trip.
+redis_calls() { # [file to keep the raw commandstats in]
+    rcli INFO commandstats | tr -d '\r' | tee "${1:-/dev/null}" | awk -F'[:=,]' -v lua="$LUA_CMDS" '
+        /^cmdstat_/ { name = substr($1, 9); sub(/\|.*/, "", name)
+                      if (name == "config" || name == "info") next
+                      total += $3; if (name == "evalsha") evalsha += $3
+                      if (index(lua, " " name " ") == 0) client += $3 }
+        END { print total + 0, evalsha + 0, client + 0 }'
 }
 
 # ---------------------------------------------------------------- 5. waitroom-proxy, one per store
@@ -484,7 +491,7 @@ SCEN_NAMES=(
     [5]="(f) waitroom new visitor (no cookie, joins line)"
 )
 # Results by key: "0", "1" for the nginx rows, "<index>:<store>" for the waitroom rows.
-declare -A RPS P50 P99 ERRS CPU_US REDIS_CPU_US TOTAL RCALLS REVALSHA LOADAVG
+declare -A RPS P50 P99 ERRS CPU_US REDIS_CPU_US TOTAL RCALLS REVALSHA RCLIENT LOADAVG
 ROWS=()
 CLK_TCK=$(getconf CLK_TCK)
 WRK_TAIL=() # script arguments after the URL (the ticket for the cookie jar)
@@ -557,10 +564,11 @@ scenario() { # key index url check-fn "server pids" [wrk args...]
     ticks1=$(cpu_ticks $pids)
     if ((redis)); then
         rticks1=$(cpu_ticks "$REDIS_PID")
-        local calls evalsha
-        read -r calls evalsha < <(redis_calls)
+        local calls evalsha client
+        read -r calls evalsha client < <(redis_calls "$TMP/commandstats-${key/:/-}.txt")
         RCALLS[$key]=$calls
         REVALSHA[$key]=$evalsha
+        RCLIENT[$key]=$client
     fi
     total=$(awk '/ requests in / { print $1 }' "$out")
     local rps p50 p99 non2xx sock
@@ -692,9 +700,9 @@ idle_conns() { # label port cookie pids...
     kill -USR1 "$WRK_PID"
     wait "$WRK_PID" || true
     WRK_PID=""
-    IDLE_OPEN[$label]=$(awk '{ print $3 }' <<<"$ready")
+    IDLE_OPEN[$label]=$(awk '{ print $2 }' <<<"$ready")
     IDLE_STILL[$label]=$(sed -n 's/^still_open //p' "$out")
-    IDLE_NOTE[$label]="failed $(awk '{ print $5 }' <<<"$ready"), statuses $(awk '{ print $7 }' <<<"$ready")"
+    IDLE_NOTE[$label]="failed $(awk '{ print $4 }' <<<"$ready"), statuses $(awk '{ print $6 }' <<<"$ready")"
     IDLE_ROWS+=("$label")
 }
 
@@ -706,7 +714,7 @@ if [[ $SCENARIOS == *b* ]]; then
     scenario 1 1 "$PROXY_URL" check_proxy "$(nginx_workers "$NGINX_PROXY_PID")"
 fi
 
-declare -A BG_RATE BG_EVALSHA_RATE
+declare -A BG_RATE BG_EVALSHA_RATE BG_CLIENT_RATE
 FIRST_STORE=${STORES[0]}
 for store in "${STORES[@]}"; do
     log "---- store: $store"
@@ -715,21 +723,16 @@ for store in "${STORES[@]}"; do
     if [[ $SCENARIOS == *c* ]]; then
         scenario "2:$store" 2 "$WR_URL" check_admitted "$WR_PID" -H "Cookie: waitroom=$PASS"
     fi
-    if [[ $store == "$FIRST_STORE" ]] && ((IDLE_CONNS > 0)); then
-        idle_conns "waitroom-proxy ($store store)" "$WR_PORT" "$PASS" "$WR_PID"
-        # shellcheck disable=SC2046 # a list of pids
-        idle_conns "nginx reverse proxy (master + $THREADS workers)" "$NGINX_PROXY_PORT" "" \
-            "$NGINX_PROXY_PID" $(nginx_workers "$NGINX_PROXY_PID")
-    fi
     if [[ $SCENARIOS == *[de]* ]]; then
         settle
         if [[ $store == redis ]]; then
             # The admission loop's own Redis traffic, with nobody polling (5 s).
             rcli CONFIG RESETSTAT >/dev/null
             sleep 5
-            read -r c e < <(redis_calls)
+            read -r c e t < <(redis_calls "$TMP/commandstats-idle-$store.txt")
             BG_RATE[$store]=$(awk -v c="$c" 'BEGIN { printf "%.1f", c / 5 }')
             BG_EVALSHA_RATE[$store]=$(awk -v c="$e" 'BEGIN { printf "%.1f", c / 5 }')
+            BG_CLIENT_RATE[$store]=$(awk -v c="$t" 'BEGIN { printf "%.1f", c / 5 }')
         fi
     fi
     WRK_TAIL=()
@@ -752,9 +755,16 @@ for store in "${STORES[@]}"; do
     if ((JOIN_VISITORS > 0)); then
         join_visitors "$store"
     fi
-    # Last: it fills the line with hundreds of thousands of tickets.
+    # (f) fills the line with hundreds of thousands of tickets.
     if [[ $SCENARIOS == *f* ]]; then
         scenario "5:$store" 5 "$WR_URL" check_newcomer "$WR_PID" -H 'Accept: text/html'
+    fi
+    # Idle connections last: the memory they free would hide what part 3 adds to the RSS.
+    if [[ $store == "$FIRST_STORE" ]] && ((IDLE_CONNS > 0)); then
+        idle_conns "waitroom-proxy ($store store)" "$WR_PORT" "$PASS" "$WR_PID"
+        # shellcheck disable=SC2046 # a list of pids
+        idle_conns "nginx reverse proxy (master + $THREADS workers)" "$NGINX_PROXY_PORT" "" \
+            "$NGINX_PROXY_PID" $(nginx_workers "$NGINX_PROXY_PID")
     fi
     stop_server "$WR_PID"
 done
@@ -772,8 +782,10 @@ sum_us() { # a b -> a+b, or an em dash
 HAS_REDIS=0
 [[ $STORE != memory ]] && HAS_REDIS=1
 
-TABLE="| scenario | requests/s | p50 ms | p99 ms | × nginx proxy | × waitroom admitted | server CPU µs/req |$( ((HAS_REDIS)) && echo " redis-server CPU µs/req |") errors | load 1m |
-|---|--:|--:|--:|--:|--:|--:|$( ((HAS_REDIS)) && echo "--:|")--:|--:|"
+RHEAD="" RSEP=""
+if ((HAS_REDIS)); then RHEAD=" redis-server CPU µs/req |" RSEP="--:|"; fi
+TABLE="| scenario | requests/s | p50 ms | p99 ms | × nginx proxy | × waitroom admitted | server CPU µs/req |$RHEAD errors | load 1m |
+|---|--:|--:|--:|--:|--:|--:|$RSEP--:|--:|"
 for key in "${ROWS[@]}"; do
     i=${key%%:*}
     store=${key#*:}
@@ -784,7 +796,7 @@ for key in "${ROWS[@]}"; do
         admitted=${RPS[2:$store]:-}
     fi
     rcol=""
-    ((HAS_REDIS)) && rcol=" ${REDIS_CPU_US[$key]:-—} |"
+    if ((HAS_REDIS)); then rcol=" ${REDIS_CPU_US[$key]:-—} |"; fi
     TABLE+="
 | $name | ${RPS[$key]} | ${P50[$key]} | ${P99[$key]} | $(ratio "${RPS[$key]}" "${RPS[1]:-}") | $(ratio "${RPS[$key]}" "$admitted") | ${CPU_US[$key]} |$rcol ${ERRS[$key]} | ${LOADAVG[$key]} |"
 done
@@ -805,26 +817,28 @@ fi
 # Part 2: Redis commands per request.
 CALLS_TABLE=""
 CALLS_NOTES=""
+per() { awk -v c="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.4f", c / n; else print "—" }'; }
 if ((HAS_REDIS)); then
     dsec=$(awk -v d="$DURATION" 'BEGIN { n = d + 0; u = d; sub(/^[0-9]+/, "", u)
         if (u == "m") n *= 60; else if (u == "h") n *= 3600; print n }')
-    CALLS_TABLE="| scenario [redis] | requests (wrk) | Redis calls | calls/request | EVALSHA | EVALSHA/request | calls/request net of the loop's background |
-|---|--:|--:|--:|--:|--:|--:|"
+    CALLS_TABLE="| scenario [redis] | requests (wrk) | all calls | all calls/request | EVALSHA | EVALSHA/request | client commands/request | EVALSHA/request above the idle loop |
+|---|--:|--:|--:|--:|--:|--:|--:|"
     for i in 2 3 4 5; do
         k="$i:redis"
         [[ -n ${RCALLS[$k]:-} ]] || continue
-        net=$(awk -v c="${RCALLS[$k]}" -v bg="${BG_RATE[redis]:-0}" -v s="$dsec" -v n="${TOTAL[$k]}" \
-            'BEGIN { if (n > 0) printf "%.5f", (c - bg * s) / n; else print "—" }')
-        [[ -n ${BG_RATE[redis]:-} ]] || net="—"
+        net="—"
+        [[ -n ${BG_EVALSHA_RATE[redis]:-} ]] &&
+            net=$(per "$(awk -v c="${REVALSHA[$k]}" -v r="${BG_EVALSHA_RATE[redis]}" -v s="$dsec" \
+                'BEGIN { print c - r * s }')" "${TOTAL[$k]}")
         CALLS_TABLE+="
-| ${SCEN_NAMES[i]} | ${TOTAL[$k]} | ${RCALLS[$k]} | $(awk -v c="${RCALLS[$k]}" -v n="${TOTAL[$k]}" 'BEGIN { printf "%.5f", n ? c / n : 0 }') | ${REVALSHA[$k]} | $(awk -v c="${REVALSHA[$k]}" -v n="${TOTAL[$k]}" 'BEGIN { printf "%.5f", n ? c / n : 0 }') | $net |"
+| ${SCEN_NAMES[i]} | ${TOTAL[$k]} | ${RCALLS[$k]} | $(per "${RCALLS[$k]}" "${TOTAL[$k]}") | ${REVALSHA[$k]} | $(per "${REVALSHA[$k]}" "${TOTAL[$k]}") | $(per "${RCLIENT[$k]}" "${TOTAL[$k]}") | $net |"
     done
-    CALLS_NOTES="- Counted from CONFIG RESETSTAT (after the warm-up) to INFO commandstats right after the timed ${DURATION} run; the bench's own CONFIG/INFO calls are left out. All calls of every kind the proxy made in that window are counted, the admission loop's included."
+    CALLS_NOTES="- Window: CONFIG RESETSTAT after the warm-up to INFO commandstats right after the timed ${DURATION} run (the bench's own CONFIG/INFO left out); everything the proxy sent in that window counts, its admission loop included. *all calls* = the sum of every cmdstat_*, which in Redis also counts each redis.call made inside a Lua script; *client commands* = EVALSHA plus the commands the scripts never run (PING, HGET, ...): about one per network round trip."
     [[ -n ${BG_RATE[redis]:-} ]] && CALLS_NOTES+="
-- Background: with nobody polling, the admission loop (a tick every 200 ms: leadership, admission round, room view, revocation reload) made ${BG_RATE[redis]} calls/s (${BG_EVALSHA_RATE[redis]} EVALSHA/s), measured over 5 s; the last column subtracts that rate × ${dsec} s."
+- Idle loop, nobody polling, 5 s before (d): ${BG_RATE[redis]} calls/s, ${BG_EVALSHA_RATE[redis]} EVALSHA/s, ${BG_CLIENT_RATE[redis]} client commands/s (a loop tick every 200 ms: lease, admission round, room view; revocation reload every second). The last column subtracts that EVALSHA rate × ${dsec} s."
     CALLS_NOTES+="
-- (d)/(e): one ticket shared by all $CONNECTIONS connections (one visitor's tabs), its re-issued cookie kept by wrk; the run starts after the proxy has known the store's epoch for abandon_after (${ABANDON_S}s), so polls are answered from the ticket and the room view; the loop sends the polled ids in one keep-alive batch per tick. One exact look-up (one EVALSHA) falls due every min(120 s, abandon_after/2) = 5 s per ticket, plus the polls already in flight at that moment: with $CONNECTIONS connections that is up to ~$CONNECTIONS EVALSHA per 5 s, i.e. a few per 10 000 polls here. A real visitor polls every refresh_interval (20 s by default) and gets an exact look-up every 2 min (abandon_after 5 min): about 1 poll in 6 then costs one EVALSHA, so many visitors cost more per poll than this single ticket does.
-- (c): a pass is checked locally (signature, expiry, revocation list): Redis is touched only by the loop. (f): one join script per new visitor."
+- (d)/(e) measure the steady-state poll path: the run starts once the proxy has known the store's epoch for abandon_after (${ABANDON_S}s; before that every poll is an exact look-up, one EVALSHA each). All $CONNECTIONS connections share one ticket (one visitor's tabs) whose re-issued cookie wrk keeps. Polls are then answered from the ticket and the room view; the loop sends the polled ids in one keep-alive batch per tick; one exact look-up (one EVALSHA) falls due per ticket every min(120 s, abandon_after/2) = 5 s, plus the polls already in flight at that moment (up to ~$CONNECTIONS). So these figures are the floor: a real visitor polls every refresh_interval (20 s by default) and has an exact look-up every 2 min (abandon_after 5 min), i.e. about 1 poll in 6 costs one EVALSHA.
+- (c): a pass is checked locally (signature, expiry, revocation list): Redis sees only the loop. (f), room full: a direct-admission attempt (fails) and then the join script, two EVALSHA per new visitor."
 fi
 
 # Part 3: bytes per waiting visitor.
@@ -843,7 +857,7 @@ if ((JOIN_VISITORS > 0)); then
         JOIN_TABLE+="
 | $store | ${JOINED[$store]} | ${QBEFORE[$store]} → ${QAFTER[$store]} | ${JOIN_RATE[$store]} | $rm | $rb | ${PRSS_D[$store]} | $(awk -v d="${PRSS_D[$store]}" -v n="$n" 'BEGIN { printf "%.0f", (n > 0 ? d / n : 0) }') |"
     done
-    JOIN_NOTES="- The room is full (total_active_users 1) and abandon_after is 1h, so every new visitor stays in the line; bytes per visitor = Δ / Δ queue length (Redis: INFO memory used_memory; proxy: VmRSS, allocator-rounded)."
+    JOIN_NOTES="- The room is full (total_active_users 1) and abandon_after is 1h, so every new visitor stays in the line; bytes per visitor = Δ / Δ queue length (Redis: INFO memory used_memory; proxy: VmRSS, a lower bound: the allocator first reuses memory freed by the earlier scenarios; with Redis the proxy keeps nothing per waiting visitor)."
     [[ -n ${RKEYS[redis]:-} ]] && JOIN_NOTES+="
 - Redis bytes per waiting visitor by key (MEMORY USAGE SAMPLES 0, Δ / Δ queue length): ${RKEYS[redis]}."
 fi
@@ -857,7 +871,7 @@ if ((${#IDLE_ROWS[@]})); then
         IDLE_TABLE+="
 | $label | ${IDLE_OPEN[$label]} | ${IDLE_STILL[$label]:-?} | $(awk -v k="${RSS0[$label]}" 'BEGIN { printf "%.1f", k / 1024 }') | $(awk -v k="${RSS1[$label]}" 'BEGIN { printf "%.1f", k / 1024 }') | $(awk -v a="${RSS0[$label]}" -v b="${RSS1[$label]}" 'BEGIN { printf "%.1f", (b - a) / 1024 }') | $(awk -v a="${RSS0[$label]}" -v b="${RSS1[$label]}" -v n="${IDLE_OPEN[$label]}" 'BEGIN { printf "%.0f", (n > 0 ? (b - a) * 1024 / n : 0) }') |"
     done
-    IDLE_NOTES="- One HTTP/1.1 keep-alive request per connection (waitroom: with the pass cookie, forwarded to the origin), response read, socket left open; RSS from /proc/PID/status VmRSS (nginx: master + workers summed) 2 s after the last one opened. Clients: $(for l in "${IDLE_ROWS[@]}"; do echo -n "$l: ${IDLE_NOTE[$l]}; "; done)"
+    IDLE_NOTES="- One HTTP/1.1 keep-alive request per connection (waitroom: with the pass cookie, forwarded to the origin), response read, socket left open; RSS from /proc/PID/status VmRSS (nginx: master + workers summed) 2 s after the last one opened; waitroom-proxy measured after its scenarios, so its RSS before includes the tickets of (f). Clients: $(for l in "${IDLE_ROWS[@]}"; do echo -n "$l: ${IDLE_NOTE[$l]}; "; done)"
 fi
 
 CPU=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)

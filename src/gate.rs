@@ -423,7 +423,11 @@ impl Gate {
             }
             QueueingMethod::Fifo | QueueingMethod::Random => {}
         }
-        if limits.admitting {
+        // While a line waits (as of the loop's last look) a direct admission would be refused:
+        // skip the store call and join. The store still decides atomically when the view is
+        // stale the other way.
+        let line_waits = self.view.load().queued > 0;
+        if limits.admitting && !line_waits {
             let direct = self.store.admit_directly(&id, &limits).await;
             self.note_store(&direct);
             match direct {
