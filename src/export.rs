@@ -188,12 +188,51 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
         .collect();
     vars.push(Attribute::new("enabled_origin_commands", commands));
 
-    let bypass_rules = settings.bypass.iter().map(|pattern| {
+    let by_path = settings.bypass.iter().map(|pattern| {
         vec![
             ("description", format!("bypass {}", pattern.as_str())),
             ("expression", bypass_expression(pattern)),
         ]
     });
+    let by_address = (!room.bypass_ips.is_empty()).then(|| {
+        vec![
+            (
+                "description",
+                "bypass staff and monitoring addresses".to_owned(),
+            ),
+            (
+                "expression",
+                format!("ip.src in {{{}}}", room.bypass_ips.join(" ")),
+            ),
+        ]
+    });
+    let by_header = settings.bypass_headers.iter().map(|rule| {
+        let expression = match &rule.value {
+            None => format!(
+                "any(http.request.headers.names[*] eq {})",
+                rules_string(&rule.name)
+            ),
+            Some(value) => format!(
+                "any(http.request.headers[{}][*] eq {})",
+                rules_string(&rule.name),
+                rules_string(value)
+            ),
+        };
+        vec![
+            ("description", format!("bypass header {}", rule.name)),
+            ("expression", expression),
+        ]
+    });
+    let by_cookie = settings.bypass_cookies.iter().map(|name| {
+        vec![
+            ("description", format!("bypass cookie {name}")),
+            (
+                "expression",
+                format!("http.cookie contains {}", rules_string(&format!("{name}="))),
+            ),
+        ]
+    });
+    let bypass_rules = by_path.chain(by_address).chain(by_header).chain(by_cookie);
     vars.push(Attribute::new("bypass_rules", objects(bypass_rules)));
     vars.push(Attribute::new("events", objects(std::iter::empty())));
 
@@ -395,6 +434,34 @@ mod tests {
         assert_eq!(v["total_active_users"], 50, "exported as is");
         assert_eq!(v["new_users_per_minute"], 10);
         assert_eq!(notes_about(&small, "minimum is 200").len(), 2);
+    }
+
+    #[test]
+    fn address_header_and_cookie_bypasses_become_rule_expressions() {
+        let out = export(
+            "bypass_ips = [\"203.0.113.0/24\", \"10.0.0.1\"]\n\
+             bypass_headers = [\"X-Monitoring\", \"X-Staff-Key: s3cret\"]\n\
+             bypass_cookies = [\"staff_session\"]",
+            "",
+        );
+        let expressions: Vec<String> = parsed(&out)["bypass_rules"]
+            .as_array()
+            .map(|rules| {
+                rules
+                    .iter()
+                    .map(|r| r["expression"].as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(
+            expressions,
+            [
+                "ip.src in {203.0.113.0/24 10.0.0.1}",
+                "any(http.request.headers.names[*] eq \"x-monitoring\")",
+                "any(http.request.headers[\"x-staff-key\"][*] eq \"s3cret\")",
+                "http.cookie contains \"staff_session=\"",
+            ]
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! page, the JSON status or the closed page. No Pingora types here, so it is tested directly.
 
 use std::collections::HashSet;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -38,6 +39,10 @@ pub struct RequestView<'a> {
     pub accept_language: Option<&'a str>,
     /// The raw `Cookie` header(s), joined.
     pub cookie: Option<&'a str>,
+    /// The visitor's address (behind trusted proxies: from X-Forwarded-For).
+    pub client_ip: Option<IpAddr>,
+    /// Every request header, for the header bypass rules.
+    pub headers: Option<&'a http::HeaderMap>,
 }
 
 impl RequestView<'_> {
@@ -295,7 +300,7 @@ impl Gate {
             return Verdict::forward(Outcome::Unprotected);
         }
         let settings = self.settings();
-        if settings.bypass.iter().any(|p| p.matches(req.path)) {
+        if settings.bypass.iter().any(|p| p.matches(req.path)) || bypassed(&settings, req) {
             return Verdict::forward(Outcome::Bypassed);
         }
         if settings.suspended {
@@ -752,6 +757,21 @@ impl Gate {
             }
         }
     }
+}
+
+/// Staff, monitoring and offices skip the room by address, header or cookie (not counted).
+fn bypassed(settings: &RoomSettings, req: &RequestView<'_>) -> bool {
+    req.client_ip
+        .is_some_and(|ip| settings.bypass_ips.iter().any(|c| c.contains(ip)))
+        || req
+            .headers
+            .is_some_and(|h| settings.bypass_headers.iter().any(|r| r.matches(h)))
+        || req.cookie.is_some_and(|c| {
+            settings
+                .bypass_cookies
+                .iter()
+                .any(|name| cookie_value(c, name).is_some())
+        })
 }
 
 /// The value of one cookie in a Cookie header, without allocating.

@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod admission;
 pub mod calibrate;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod core;

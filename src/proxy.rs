@@ -2,6 +2,7 @@
 //! origin's answer, carries out the origin's revoke command and answers for a failed origin.
 
 use std::borrow::Cow;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,7 @@ use pingora_core::{Error, ErrorType};
 use pingora_http::{RequestHeader, ResponseHeader};
 use pingora_proxy::{FailToProxy, ProxyHttp, Session};
 
+use crate::client::{Cidr, client_ip};
 use crate::config::model::OriginConfig;
 use crate::gate::{Gate, RESERVED_PREFIX, RequestView, Verdict};
 use crate::logging::ACCESS;
@@ -33,6 +35,7 @@ pub struct WaitroomProxy {
     gate: Arc<Gate>,
     origin: OriginConfig,
     access_log: bool,
+    trusted_proxies: Vec<Cidr>,
 }
 
 /// The decision of a request the gate never saw: the proxy's own paths, or refused headers.
@@ -51,12 +54,25 @@ pub struct RequestCtx {
 }
 
 impl WaitroomProxy {
-    pub fn new(gate: Arc<Gate>, origin: OriginConfig, access_log: bool) -> Self {
+    pub fn new(
+        gate: Arc<Gate>,
+        origin: OriginConfig,
+        access_log: bool,
+        trusted_proxies: Vec<Cidr>,
+    ) -> Self {
         Self {
             gate,
             origin,
             access_log,
+            trusted_proxies,
         }
+    }
+
+    /// The visitor's address: the peer's, or X-Forwarded-For's when the peer is a trusted proxy.
+    fn client_ip(&self, session: &Session) -> Option<IpAddr> {
+        let peer = session.client_addr()?.as_inet()?.ip();
+        let forwarded = header_str(session.req_header(), "x-forwarded-for");
+        Some(client_ip(peer, forwarded, &self.trusted_proxies))
     }
 }
 
@@ -223,6 +239,7 @@ impl ProxyHttp for WaitroomProxy {
             self.own_path(session, &path).await?;
             return Ok(true);
         }
+        let client_ip = self.client_ip(session);
         let req = session.req_header();
         let head_only = req.method == http::Method::HEAD;
         let cookie = cookies(req);
@@ -233,6 +250,8 @@ impl ProxyHttp for WaitroomProxy {
             accept: header_str(req, "accept"),
             accept_language: header_str(req, "accept-language"),
             cookie: cookie.as_deref(),
+            client_ip,
+            headers: Some(&req.headers),
         };
         let verdict = self.gate.decide(&view).await;
         ctx.decision = verdict.outcome().label();

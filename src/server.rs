@@ -238,7 +238,12 @@ pub fn build(
 
     let mut proxy = pingora_proxy::http_proxy_service_with_name(
         &server.configuration,
-        WaitroomProxy::new(gate.clone(), config.origin.clone(), config.log.access),
+        WaitroomProxy::new(
+            gate.clone(),
+            config.origin.clone(),
+            config.log.access,
+            config.trusted_proxies.clone(),
+        ),
         "waitroom proxy",
     );
     let listen = config.listen.to_string();

@@ -99,6 +99,16 @@ fn every_error_names_the_key_and_the_reason() {
             "room.queueing_status_code",
         ),
         (minimal("bypass = [\"static/*\"]"), "room.bypass"),
+        (minimal("bypass_ips = [\"10.0.0.0/40\"]"), "room.bypass_ips"),
+        (
+            minimal("bypass_headers = [\"bad header: x\"]"),
+            "room.bypass_headers",
+        ),
+        (minimal("bypass_cookies = [\"a;b\"]"), "room.bypass_cookies"),
+        (
+            format!("[listen]\ntrusted_proxies = [\"lb\"]\n{}", minimal("")),
+            "listen.trusted_proxies",
+        ),
         (
             minimal("enabled_origin_commands = [\"reboot\"]"),
             "room.enabled_origin_commands",

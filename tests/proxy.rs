@@ -857,3 +857,82 @@ async fn eventually_the_loop_admits_without_help() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staff_and_monitoring_skip_the_room_by_address_header_or_cookie() {
+    let rules = "total_active_users = 1\nnew_users_per_minute = 100\n\
+                 bypass_ips = [\"203.0.113.0/24\"]\n\
+                 bypass_headers = [\"X-Monitoring\", \"X-Staff-Key: s3cret\"]\n\
+                 bypass_cookies = [\"staff_session\"]";
+    let origin = common::origin::StubOrigin::start();
+    let trusted = TestProxy::start_sections(
+        origin.addr,
+        origin.clone(),
+        common::proxy::Sections {
+            room: rules,
+            listen: "trusted_proxies = [\"127.0.0.1\"]",
+            ..Default::default()
+        },
+    );
+    let untrusted = TestProxy::start(rules);
+    for proxy in [&trusted, &untrusted] {
+        assert!(
+            proxy.visitor().get("/").await.reached_origin(),
+            "fills the room"
+        );
+    }
+    let client = reqwest::Client::new();
+    let get = |base: String, headers: Vec<(&'static str, &'static str)>| {
+        let client = client.clone();
+        async move {
+            let mut req = client.get(format!("{base}/drop"));
+            for (name, value) in headers {
+                req = req.header(name, value);
+            }
+            let resp = req.send().await.unwrap();
+            let sets_room_cookie = resp
+                .headers()
+                .get_all("set-cookie")
+                .iter()
+                .any(|v| v.to_str().unwrap_or("").starts_with("waitroom="));
+            let body = resp.text().await.unwrap();
+            (body.starts_with("origin:"), sets_room_cookie)
+        }
+    };
+    // Behind a trusted proxy, the client address is the first untrusted one from the right.
+    for (xff, passes) in [
+        ("203.0.113.5", true),
+        ("6.6.6.6, 203.0.113.5", true),
+        ("203.0.113.5, 6.6.6.6", false),
+    ] {
+        let (reached, cookie) = get(trusted.base.clone(), vec![("x-forwarded-for", xff)]).await;
+        assert_eq!(reached, passes, "X-Forwarded-For: {xff}");
+        assert!(!cookie || !passes, "a bypassed request gets no room cookie");
+    }
+    // From an untrusted peer the header is the client's own claim and is ignored.
+    let (reached, _) = get(
+        untrusted.base.clone(),
+        vec![("x-forwarded-for", "203.0.113.5")],
+    )
+    .await;
+    assert!(!reached);
+    for (headers, passes) in [
+        (vec![("x-monitoring", "1")], true),
+        (vec![("x-staff-key", "s3cret")], true),
+        (vec![("x-staff-key", "guess")], false),
+        (vec![("cookie", "a=1; staff_session=abc")], true),
+        (vec![("cookie", "staff_sessionx=abc")], false),
+    ] {
+        let (reached, _) = get(untrusted.base.clone(), headers.clone()).await;
+        assert_eq!(reached, passes, "{headers:?}");
+    }
+    let state = untrusted.state().await;
+    assert_eq!(state["occupancy"], 1, "bypassed traffic is not counted");
+    let metrics = reqwest::get(format!("{}/metrics", untrusted.admin))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("waitroom_requests_total{outcome=\"bypassed\",room=\"test-room\"} 3"));
+}

@@ -40,6 +40,8 @@ pub struct ListenSection {
     pub upgrade_socket: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid_file: Option<String>,
+    /// Proxies (load balancers, CDNs) whose X-Forwarded-For is believed, as addresses or ranges.
+    pub trusted_proxies: Vec<String>,
 }
 
 impl Default for ListenSection {
@@ -50,6 +52,7 @@ impl Default for ListenSection {
             certificate: None,
             key: None,
             grace_period: "10s".into(),
+            trusted_proxies: Vec::new(),
             upgrade_socket: None,
             pid_file: None,
         }
@@ -121,6 +124,15 @@ pub struct RoomSection {
     pub admission_interval: String,
     #[serde(default)]
     pub bypass: Vec<String>,
+    /// Client addresses or ranges that skip the room (staff offices, monitoring).
+    #[serde(default)]
+    pub bypass_ips: Vec<String>,
+    /// Headers that skip the room: "Name" (present) or "Name: value" (exactly that value).
+    #[serde(default)]
+    pub bypass_headers: Vec<String>,
+    /// Cookies whose presence skips the room (a staff session).
+    #[serde(default)]
+    pub bypass_cookies: Vec<String>,
     #[serde(default)]
     pub enabled_origin_commands: Vec<String>,
 }

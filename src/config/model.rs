@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::client::Cidr;
 use crate::config::file::{ConfigFile, PageSection, RoomSection};
 use crate::core::room::{Limits, Pick};
 use crate::custom_page::CustomPage;
@@ -79,6 +80,9 @@ pub struct RoomSettings {
     pub claim_window: Duration,
     pub admission_interval: Duration,
     pub bypass: Vec<PathPattern>,
+    pub bypass_ips: Vec<Cidr>,
+    pub bypass_headers: Vec<HeaderRule>,
+    pub bypass_cookies: Vec<String>,
     pub revoke_command_enabled: bool,
     /// The file form these were made from, for patches and echoes.
     pub section: RoomSection,
@@ -182,6 +186,33 @@ impl RoomSettings {
             claim_window,
             admission_interval: duration("room.admission_interval", &s.admission_interval)?,
             bypass,
+            bypass_ips: s
+                .bypass_ips
+                .iter()
+                .map(|c| Cidr::parse(c).map_err(|e| invalid("room.bypass_ips", e)))
+                .collect::<Result<_, _>>()?,
+            bypass_headers: s
+                .bypass_headers
+                .iter()
+                .map(|h| HeaderRule::parse(h).map_err(|e| invalid("room.bypass_headers", e)))
+                .collect::<Result<_, _>>()?,
+            bypass_cookies: s
+                .bypass_cookies
+                .iter()
+                .map(|c| {
+                    if !c.is_empty()
+                        && c.bytes()
+                            .all(|b| b.is_ascii_graphic() && !b";=,".contains(&b))
+                    {
+                        Ok(c.clone())
+                    } else {
+                        Err(invalid(
+                            "room.bypass_cookies",
+                            format!("{c:?} is not a cookie name"),
+                        ))
+                    }
+                })
+                .collect::<Result<_, _>>()?,
             revoke_command_enabled,
             section: s.clone(),
         })
@@ -226,6 +257,38 @@ impl RoomSettings {
             },
             admitting: !self.queue_all && self.queueing_method != QueueingMethod::Reject,
         }
+    }
+}
+
+/// `room.bypass_headers`: a header that must be present, optionally with exactly one value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderRule {
+    /// Lower case, as HTTP/2 sends it and the http crate stores it.
+    pub name: String,
+    pub value: Option<String>,
+}
+
+impl HeaderRule {
+    fn parse(text: &str) -> Result<Self, String> {
+        let (name, value) = match text.split_once(':') {
+            Some((n, v)) => (n.trim(), Some(v.trim().to_owned())),
+            None => (text.trim(), None),
+        };
+        if name.is_empty() || http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(format!("{text:?} is not a header name, or \"Name: value\""));
+        }
+        Ok(Self {
+            name: name.to_ascii_lowercase(),
+            value,
+        })
+    }
+
+    pub fn matches(&self, headers: &http::HeaderMap) -> bool {
+        headers.get_all(self.name.as_str()).iter().any(|v| {
+            self.value
+                .as_deref()
+                .is_none_or(|want| v.to_str().is_ok_and(|got| got.trim() == want))
+        })
     }
 }
 
@@ -317,6 +380,8 @@ pub struct LogConfig {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen: SocketAddr,
+    /// Peers whose X-Forwarded-For names the client.
+    pub trusted_proxies: Vec<Cidr>,
     pub threads: usize,
     pub tls: Option<ListenTls>,
     /// How long SIGTERM (or a hand-over) lets requests in flight finish.
@@ -718,6 +783,11 @@ impl Config {
             threads: listen.threads,
             tls,
             grace_period: duration_or_zero("listen.grace_period", &listen.grace_period)?,
+            trusted_proxies: listen
+                .trusted_proxies
+                .iter()
+                .map(|c| Cidr::parse(c).map_err(|e| invalid("listen.trusted_proxies", e)))
+                .collect::<Result<_, _>>()?,
             upgrade_socket,
             pid_file,
             log,
