@@ -245,15 +245,7 @@ impl ProcessProxy {
     }
 
     async fn state(&self) -> serde_json::Value {
-        reqwest::Client::new()
-            .get(format!("{}/admin/state", self.admin))
-            .bearer_auth(ADMIN_TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        common::proxy::admin_state(&self.admin).await
     }
 
     fn kill(&mut self) {

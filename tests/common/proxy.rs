@@ -212,21 +212,26 @@ impl TestProxy {
     }
 
     pub async fn state(&self) -> serde_json::Value {
-        reqwest::Client::new()
-            .get(format!("{}/admin/state", self.admin))
-            .bearer_auth(ADMIN_TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        admin_state(&self.admin).await
     }
 
     /// Runs one admission step now, instead of waiting for the loop.
     pub async fn tick(&self) {
         self.running.parts.admission.tick().await;
     }
+}
+
+/// GET /admin/state of the admin listener at `admin` (http://host:port).
+pub async fn admin_state(admin: &str) -> serde_json::Value {
+    reqwest::Client::new()
+        .get(format!("{admin}/admin/state"))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 pub fn wait_listening(port: u16) {
