@@ -5,5 +5,5 @@
 # out. Admin and metrics: http://127.0.0.1:9091/metrics
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh build
 exec cargo run --release --bin waitroom-proxy -- --config config/demo.toml --dev

