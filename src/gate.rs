@@ -553,37 +553,31 @@ impl Gate {
         let sign = ticket.seen.at == now || now - issued_at >= abandon_after / 10;
         ticket.expires_at = now + abandon_after;
         let refresh = settings.refresh_interval.as_secs().max(1);
-        let body = self.status_body(settings, position, queued);
+        let estimate = self.estimate(settings, position, queued);
+        let standing = Standing::Waiting {
+            position,
+            queued,
+            estimate,
+        };
+        let body = StatusBody::new(settings, standing, now);
         let shown_position = match settings.queueing_method {
             QueueingMethod::Random => None,
             _ => position,
         };
-        let mut reply = if req.wants_json() {
-            Reply::json(settings.queueing_status_code, &body)
-        } else if let Some(custom) = &self.custom_page {
-            let variables = PageVariables::new(&body, shown_position, &settings.name);
-            Reply::html(settings.queueing_status_code, custom.render(&variables))
-        } else {
-            let locale = self.branding.language.locale_for(req.accept_language);
-            let view = WaitingView {
+        let mut reply = self.page(settings, req, &body, shown_position, |locale| {
+            page::render_waiting(&WaitingView {
                 branding: &self.branding,
                 locale,
                 room_name: &settings.name,
                 position: shown_position,
                 queued,
                 initial_position: (ticket.initial_position > 0).then_some(ticket.initial_position),
-                estimate: self.estimate(settings, position, queued),
+                estimate,
                 last_updated: rfc3339_ms(now),
                 refresh_interval_seconds: refresh,
                 status_url: STATUS_PATH,
-            };
-            match page::render_waiting(&view) {
-                Ok(html) => {
-                    self.in_language(Reply::html(settings.queueing_status_code, html), locale)
-                }
-                Err(e) => Reply::text(500, format!("cannot render the waiting page: {e}\n")),
-            }
-        };
+            })
+        });
         reply = reply.with_header("refresh", refresh.to_string());
         if sign && let Some(cookie) = self.ticket_cookie(&ticket, settings) {
             reply = reply.with_header("set-cookie", cookie);
@@ -596,29 +590,42 @@ impl Gate {
 
     fn closed(&self, settings: &RoomSettings, req: &RequestView<'_>) -> Verdict {
         let body = StatusBody::new(settings, Standing::Closed, self.clock.now_ms());
-        let reply = if req.wants_json() {
-            Reply::json(settings.queueing_status_code, &body)
-        } else if let Some(custom) = &self.custom_page {
-            // Cloudflare renders the custom page for a reject queue too (isRejectQueue).
-            let variables = PageVariables::new(&body, None, &settings.name);
-            Reply::html(settings.queueing_status_code, custom.render(&variables))
-        } else {
-            let locale = self.branding.language.locale_for(req.accept_language);
-            let view = ClosedView {
+        // Cloudflare renders the custom page for a reject queue too (isRejectQueue).
+        let reply = self.page(settings, req, &body, None, |locale| {
+            page::render_closed(&ClosedView {
                 branding: &self.branding,
                 locale,
                 room_name: &settings.name,
-            };
-            match page::render_closed(&view) {
-                Ok(html) => {
-                    self.in_language(Reply::html(settings.queueing_status_code, html), locale)
-                }
-                Err(e) => Reply::text(500, format!("cannot render the closed page: {e}\n")),
-            }
-        };
+            })
+        });
         Verdict::Respond {
             outcome: Outcome::Rejected,
             reply,
+        }
+    }
+
+    /// A waiting-room answer in the form the visitor asked for: Cloudflare's JSON, the operator's
+    /// template, or the built-in page in the visitor's language.
+    fn page(
+        &self,
+        settings: &RoomSettings,
+        req: &RequestView<'_>,
+        body: &StatusBody,
+        shown_position: Option<u64>,
+        builtin: impl FnOnce(Locale) -> Result<String, askama::Error>,
+    ) -> Reply {
+        let status = settings.queueing_status_code;
+        if req.wants_json() {
+            return Reply::json(status, body);
+        }
+        if let Some(custom) = &self.custom_page {
+            let variables = PageVariables::new(body, shown_position, &settings.name);
+            return Reply::html(status, custom.render(&variables));
+        }
+        let locale = self.branding.language.locale_for(req.accept_language);
+        match builtin(locale) {
+            Ok(html) => self.in_language(Reply::html(status, html), locale),
+            Err(e) => Reply::text(500, format!("cannot render the page: {e}\n")),
         }
     }
 
