@@ -27,29 +27,13 @@ impl StubOrigin {
     /// Serves on its own thread and runtime (so it works from sync and async tests alike) until
     /// the test process ends.
     pub fn start() -> Self {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
         let seen = Arc::new(Mutex::new(Seen::default()));
         let seen_by_server = seen.clone();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = TcpListener::from_std(listener).unwrap();
-                loop {
-                    let Ok((stream, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let seen = seen_by_server.clone();
-                    tokio::spawn(async move {
-                        let _ = serve(stream, seen).await;
-                    });
-                }
-            });
+        let addr = serve_in_background(move |stream| {
+            let seen = seen_by_server.clone();
+            async move {
+                let _ = serve(stream, seen).await;
+            }
         });
         Self { addr, seen }
     }
@@ -57,6 +41,35 @@ impl StubOrigin {
     pub fn requests(&self) -> Vec<(String, Option<String>)> {
         self.seen.lock().unwrap().requests.clone()
     }
+}
+
+/// Accepts connections on a free loopback port, each handled by `handle` on a runtime of its own
+/// thread, so it works from sync and async tests alike, until the test process ends.
+pub fn serve_in_background<F, Fut>(handle: F) -> SocketAddr
+where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                tokio::spawn(handle(stream));
+            }
+        });
+    });
+    addr
 }
 
 async fn serve(stream: tokio::net::TcpStream, seen: Arc<Mutex<Seen>>) -> std::io::Result<()> {

@@ -93,39 +93,23 @@ impl TlsFront {
             .with_single_cert(vec![leaf.der.clone()], key)
             .unwrap();
         let acceptor = TlsAcceptor::from(Arc::new(config));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
         let sni = Arc::new(Mutex::new(Vec::new()));
         let seen = sni.clone();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                loop {
-                    let Ok((stream, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let acceptor = acceptor.clone();
-                    let seen = seen.clone();
-                    tokio::spawn(async move {
-                        // A refused handshake (the client distrusts us) just ends here.
-                        let Ok(mut tls) = acceptor.accept(stream).await else {
-                            return;
-                        };
-                        let name = tls.get_ref().1.server_name().map(str::to_owned);
-                        seen.lock().unwrap().push(name);
-                        let Ok(mut plain) = tokio::net::TcpStream::connect(backend).await else {
-                            return;
-                        };
-                        let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
-                    });
-                }
-            });
+        let addr = super::origin::serve_in_background(move |stream| {
+            let acceptor = acceptor.clone();
+            let seen = seen.clone();
+            async move {
+                // A refused handshake (the client distrusts us) just ends here.
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let name = tls.get_ref().1.server_name().map(str::to_owned);
+                seen.lock().unwrap().push(name);
+                let Ok(mut plain) = tokio::net::TcpStream::connect(backend).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            }
         });
         Self { addr, sni }
     }
