@@ -87,6 +87,19 @@ pub fn client_ip(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[Cidr]) ->
     client
 }
 
+/// The address a per-address limit counts by: an IPv4 address, or the /64 of an IPv6 one. One
+/// IPv6 subscriber (a home, a phone, a server) is handed a whole /64 and picks addresses in it
+/// freely, so counting single IPv6 addresses would limit nobody.
+pub fn limit_key(ip: IpAddr) -> String {
+    match canonical(ip) {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let network = u128::from(v6) & (u128::MAX << 64);
+            format!("{}/64", std::net::Ipv6Addr::from(network))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +124,21 @@ mod tests {
         assert!(cidr("0.0.0.0/0").contains(ip("192.0.2.1")));
         assert!(Cidr::parse("10.0.0.0/33").is_err());
         assert!(Cidr::parse("ten").is_err());
+    }
+
+    #[test]
+    fn limits_count_by_ipv4_address_or_ipv6_slash_64() {
+        assert_eq!(limit_key(ip("203.0.113.7")), "203.0.113.7");
+        assert_eq!(limit_key(ip("::ffff:203.0.113.7")), "203.0.113.7");
+        assert_eq!(limit_key(ip("2001:db8:1:2:aaaa::1")), "2001:db8:1:2::/64");
+        assert_eq!(
+            limit_key(ip("2001:db8:1:2:ffff:ffff:ffff:ffff")),
+            limit_key(ip("2001:db8:1:2::9"))
+        );
+        assert_ne!(
+            limit_key(ip("2001:db8:1:3::1")),
+            limit_key(ip("2001:db8:1:2::1"))
+        );
     }
 
     #[test]

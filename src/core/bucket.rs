@@ -31,6 +31,23 @@ impl TokenBucket {
     pub fn take(&mut self, n: u64) {
         self.tokens -= n as f64;
     }
+
+    /// How long until a whole token is there, at `per_minute` (0 when one is there now).
+    pub fn ms_until_one(&self, per_minute: u64) -> Millis {
+        ms_for(1.0 - self.tokens, per_minute)
+    }
+
+    /// How long until the bucket is full again: a bucket that is full is as good as a new one.
+    pub fn ms_until_full(&self, per_minute: u64, burst: u64) -> Millis {
+        ms_for(burst as f64 - self.tokens, per_minute)
+    }
+}
+
+fn ms_for(missing: f64, per_minute: u64) -> Millis {
+    if missing <= 0.0 || per_minute == 0 {
+        return 0;
+    }
+    (missing * 60_000.0 / per_minute as f64).ceil() as Millis
 }
 
 #[cfg(test)]
@@ -53,6 +70,16 @@ mod tests {
         let mut b = TokenBucket::full(100, 0);
         b.refill(1, 60, 5);
         assert_eq!(b.available(), 5);
+    }
+
+    #[test]
+    fn says_how_long_until_the_next_token_and_until_full() {
+        let mut b = TokenBucket::full(3, 0);
+        assert_eq!((b.ms_until_one(60), b.ms_until_full(60, 3)), (0, 0));
+        b.take(3);
+        assert_eq!((b.ms_until_one(60), b.ms_until_full(60, 3)), (1_000, 3_000));
+        b.refill(250, 60, 3);
+        assert_eq!((b.ms_until_one(60), b.ms_until_full(60, 3)), (750, 2_750));
     }
 
     #[test]

@@ -3,5 +3,6 @@
 pub mod bucket;
 pub mod estimate;
 pub mod expiring;
+pub mod ip_limit;
 pub mod queue;
 pub mod room;

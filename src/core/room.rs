@@ -300,6 +300,11 @@ impl RoomState {
         self.revoked.contains(id)
     }
 
+    /// In line: not yet called, nor gone.
+    pub fn is_waiting(&self, id: &str) -> bool {
+        self.places.contains_key(id) && !self.called.contains(id)
+    }
+
     /// Gives up a place in line (or an unclaimed admission).
     pub fn leave_queue(&mut self, id: &str) -> bool {
         self.called.remove(id);
