@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use waitroom::clock::{ManualClock, Millis};
+use waitroom::core::ip_limit::{IpClaim, IpLimits, RETAIN_LIVE_MS};
 use waitroom::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 use waitroom::store::redis::{RedisOptions, RedisStore, TimeSource};
 use waitroom::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
@@ -66,6 +67,9 @@ impl Store for Served {
     }
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
         self.store.leave_queue(id).await
+    }
+    async fn claim_ticket(&self, ip: &str, t: &str, l: &IpLimits) -> StoreResult<IpClaim> {
+        self.store.claim_ticket(ip, t, l).await
     }
     fn is_revoked(&self, id: &str) -> bool {
         self.store.is_revoked(id)
@@ -544,7 +548,9 @@ async fn a_redis_cluster_passes_the_conformance_checks() {
         a_pass_from_another_epoch_registers_again,
         one_leader_at_a_time_with_fencing,
         settings_are_versioned,
-        capacity_holds_under_concurrent_admissions
+        capacity_holds_under_concurrent_admissions,
+        one_address_is_held_to_its_rate_of_new_tickets,
+        an_address_holds_at_most_its_cap_of_tickets_in_line
     );
 
     // Revocations reach the other instances whichever node holds the room.
@@ -566,4 +572,61 @@ async fn a_redis_cluster_passes_the_conformance_checks() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
+}
+
+/// The per-address records expire by themselves once nothing in them matters: a full bucket and
+/// no ticket held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_address_costs_nothing_in_redis() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let room = store(&server, "idle", &clock).await;
+    let rate = IpLimits {
+        per_minute: 120,
+        burst: 2,
+        max_live: 0,
+    };
+    for i in 0..50 {
+        let ip = format!("192.0.2.{i}");
+        assert_eq!(
+            room.claim_ticket(&ip, "t", &rate).await.unwrap(),
+            IpClaim::Allowed
+        );
+    }
+    let ttl: i64 = server
+        .command(&["PTTL", "wrtest:{idle}:ip:192.0.2.7"])
+        .trim_start_matches(':')
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        (1..=500).contains(&ttl),
+        "kept until its bucket is full: {ttl} ms"
+    );
+    let capped = IpLimits {
+        per_minute: 0,
+        burst: 0,
+        max_live: 5,
+    };
+    room.claim_ticket("2001:db8::/64", "t", &capped)
+        .await
+        .unwrap();
+    let ttl: i64 = server
+        .command(&["PTTL", "wrtest:{idle}:ip:2001:db8::/64"])
+        .trim_start_matches(':')
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        ttl > RETAIN_LIVE_MS - 10_000 && ttl <= RETAIN_LIVE_MS,
+        "kept while it holds a ticket: {ttl} ms"
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let keys = server.command(&[
+        "EVAL",
+        "return #redis.call('KEYS', ARGV[1])",
+        "0",
+        "wrtest:{idle}:ip:192.*",
+    ]);
+    assert_eq!(keys.trim(), ":0", "the 50 idle addresses are gone");
 }

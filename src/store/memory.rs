@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use crate::clock::{Millis, SharedClock};
+use crate::core::ip_limit::{IpClaim, IpLedger, IpLimits};
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoomState, RoundReport};
 use crate::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
 
@@ -22,6 +23,7 @@ struct Inner {
     leader: Option<Leader>,
     last_fence: u64,
     settings: Option<SavedSettings>,
+    ips: IpLedger,
 }
 
 pub struct MemoryStore {
@@ -40,6 +42,7 @@ impl MemoryStore {
                 leader: None,
                 last_fence: 0,
                 settings: None,
+                ips: IpLedger::default(),
             }),
         }
     }
@@ -115,6 +118,19 @@ impl Store for MemoryStore {
 
     async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {
         Ok(self.with(|s, now| s.room.keep_alive(ids, limits, now)))
+    }
+
+    async fn claim_ticket(
+        &self,
+        ip: &str,
+        ticket: &str,
+        limits: &IpLimits,
+    ) -> StoreResult<IpClaim> {
+        Ok(self.with(|s, now| {
+            let room = &s.room;
+            s.ips
+                .claim(ip, ticket, limits, now, |id| room.is_waiting(id))
+        }))
     }
 
     fn is_revoked(&self, id: &str) -> bool {

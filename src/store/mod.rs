@@ -8,6 +8,7 @@ pub mod redis;
 use async_trait::async_trait;
 
 use crate::clock::Millis;
+use crate::core::ip_limit::{IpClaim, IpLimits};
 use crate::core::queue::Place;
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 
@@ -88,6 +89,12 @@ pub trait Store: Send + Sync + 'static {
     /// visitors (those still waiting) and answers who is called now. Polls between two exact
     /// `poll`s then need no store call at all.
     async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>>;
+
+    /// Counts a new ticket against its client address's limits (`ip`: an address, or an IPv6
+    /// /64), before the ticket joins the line; `Allowed` records it. Tickets stop counting once
+    /// they no longer wait (called, abandoned, left). Shared by every instance on the store.
+    async fn claim_ticket(&self, ip: &str, ticket: &str, limits: &IpLimits)
+    -> StoreResult<IpClaim>;
 
     /// Local answer, no round trip: has this pass been ended?
     fn is_revoked(&self, id: &str) -> bool;

@@ -34,6 +34,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::task::AbortHandle;
 
 use crate::clock::{Clock, Millis, SharedClock, SystemClock};
+use crate::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS, RETAIN_LIVE_MS};
 use crate::core::room::{Limits, Pick, PollOutcome, RoomCounts, RoundReport};
 use crate::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
 
@@ -315,6 +316,11 @@ pub struct RedisStore {
     rng: Mutex<StdRng>,
     revoked: Arc<Revocations>,
     feed: AbortHandle,
+    /// The per-address limit: its own script and keys (`{base}ip:<address>`, in the room's hash
+    /// slot), apart from the room's scripts and their shared KEYS.
+    claim_ticket: Script,
+    ip_prefix: String,
+    queue_key: String,
 }
 
 impl Drop for RedisStore {
@@ -348,6 +354,8 @@ impl RedisStore {
         let base = format!("{prefix}{{{room}}}:");
         let keys: Vec<String> = KEY_NAMES.iter().map(|k| format!("{base}{k}")).collect();
         let revoked_key = format!("{base}revoked");
+        let ip_prefix = format!("{base}ip:");
+        let queue_key = format!("{base}queue");
         let channel = revoked_key.clone();
 
         let config = ConnectionManagerConfig::new()
@@ -435,6 +443,9 @@ impl RedisStore {
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             revoked,
             feed,
+            claim_ticket: Script::new(include_str!("lua/claim_ticket.lua")),
+            ip_prefix,
+            queue_key,
         })
     }
 
@@ -731,6 +742,52 @@ impl Store for RedisStore {
         inv.arg(id);
         let (mut r, _) = self.call("leave_queue", &inv).await?;
         r.flag()
+    }
+
+    async fn claim_ticket(
+        &self,
+        ip: &str,
+        ticket: &str,
+        limits: &IpLimits,
+    ) -> StoreResult<IpClaim> {
+        const SCRIPT: &str = "claim_ticket";
+        let mut inv = self.claim_ticket.prepare_invoke();
+        inv.key(format!("{}{ip}", self.ip_prefix))
+            .key(&self.queue_key)
+            .arg(match &self.time {
+                TimeSource::Server => -1,
+                TimeSource::Clock(clock) => clock.now_ms(),
+            })
+            .arg(ticket)
+            .arg(limits.per_minute)
+            .arg(limits.burst)
+            .arg(limits.max_live)
+            .arg(JOIN_GRACE_MS)
+            .arg(RECHECK_EVERY_MS)
+            .arg(RETAIN_LIVE_MS);
+        let mut conn = self.conn.clone();
+        // Not retried on a broken connection: a claim that ran twice would count twice, and the
+        // gate treats a failed claim like a failed join anyway.
+        let value =
+            tokio::time::timeout(self.command_timeout, inv.invoke_async::<Value>(&mut conn))
+                .await
+                .map_err(|_| timed_out(SCRIPT, self.command_timeout))?
+                .map_err(|e| map_error(SCRIPT, e))?;
+        let Value::Array(items) = value else {
+            return Err(corrupt(SCRIPT, format!("{value:?} for an array")));
+        };
+        let mut r = Reply {
+            script: SCRIPT,
+            items: items.into_iter(),
+        };
+        Ok(match r.int()? {
+            0 => IpClaim::Allowed,
+            1 => IpClaim::TooFast {
+                retry_after_ms: r.int()?,
+            },
+            2 => IpClaim::TooManyLive,
+            n => return Err(corrupt(SCRIPT, format!("outcome {n}"))),
+        })
     }
 
     fn is_revoked(&self, id: &str) -> bool {

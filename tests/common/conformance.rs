@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use waitroom::clock::ManualClock;
+use waitroom::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS};
 use waitroom::core::room::{Limits, Pick, PollOutcome};
 use waitroom::store::{Store, StoreError, TicketPlace};
 
@@ -404,6 +405,115 @@ pub async fn capacity_holds_under_concurrent_admissions<S: Store>(
     );
 }
 
+const ADDRESS: &str = "198.51.100.7";
+
+fn ms(ms: i64) -> Duration {
+    Duration::from_millis(ms as u64)
+}
+
+pub async fn one_address_is_held_to_its_rate_of_new_tickets<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let ip = IpLimits {
+        per_minute: 60,
+        burst: 3,
+        max_live: 0,
+    };
+    let mut allowed = 0;
+    let mut refused = 0;
+    // Five asks every half second for a minute: the burst, then one a second.
+    for step in 0..120 {
+        for k in 0..5 {
+            match store
+                .claim_ticket(ADDRESS, &format!("t{step}-{k}"), &ip)
+                .await
+                .unwrap()
+            {
+                IpClaim::Allowed => allowed += 1,
+                IpClaim::TooFast { retry_after_ms } => {
+                    assert!((1..=1_000).contains(&retry_after_ms), "{retry_after_ms}");
+                    refused += 1;
+                }
+                IpClaim::TooManyLive => panic!("the cap is off"),
+            }
+        }
+        if step == 0 {
+            assert_eq!(
+                store.claim_ticket(ADDRESS, "x", &ip).await.unwrap(),
+                IpClaim::TooFast {
+                    retry_after_ms: 1_000
+                },
+                "the next token comes in a second"
+            );
+            assert_eq!(
+                store
+                    .claim_ticket("198.51.100.8", "other", &ip)
+                    .await
+                    .unwrap(),
+                IpClaim::Allowed,
+                "another address has its own budget"
+            );
+        }
+        clock.advance(ms(500));
+    }
+    assert_eq!(allowed, 3 + 59);
+    assert_eq!(refused, 600 - allowed);
+}
+
+pub async fn an_address_holds_at_most_its_cap_of_tickets_in_line<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let ip = IpLimits {
+        per_minute: 0,
+        burst: 0,
+        max_live: 2,
+    };
+    let l = limits(1, 100);
+    let claim = |id: &'static str| store.claim_ticket(ADDRESS, id, &ip);
+    for id in ["a", "b"] {
+        assert_eq!(claim(id).await.unwrap(), IpClaim::Allowed);
+        store.join(id, None, &l).await.unwrap();
+    }
+    assert_eq!(claim("c").await.unwrap(), IpClaim::TooManyLive);
+    clock.advance(ms(JOIN_GRACE_MS));
+    assert_eq!(claim("c").await.unwrap(), IpClaim::TooManyLive);
+    assert_eq!(
+        store
+            .claim_ticket("2001:db8::/64", "v6", &ip)
+            .await
+            .unwrap(),
+        IpClaim::Allowed,
+        "another address has its own cap"
+    );
+
+    // Leaving frees a place.
+    assert!(store.leave_queue("a").await.unwrap());
+    clock.advance(ms(RECHECK_EVERY_MS));
+    assert_eq!(claim("c").await.unwrap(), IpClaim::Allowed);
+    store.join("c", None, &l).await.unwrap();
+    clock.advance(ms(RECHECK_EVERY_MS.max(JOIN_GRACE_MS)));
+    assert_eq!(claim("d").await.unwrap(), IpClaim::TooManyLive);
+
+    // Being called frees one: b is at the head of the line.
+    let fence = lead(&store).await;
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 1);
+    clock.advance(ms(RECHECK_EVERY_MS));
+    assert_eq!(claim("d").await.unwrap(), IpClaim::Allowed);
+    store.join("d", None, &l).await.unwrap();
+    clock.advance(ms(JOIN_GRACE_MS));
+    assert_eq!(claim("e").await.unwrap(), IpClaim::TooManyLive);
+
+    // Giving up (no poll for abandon_after) frees both.
+    clock.advance(ms(l.abandon_after_ms + 1));
+    let fence = lead(&store).await;
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().abandoned, 2);
+    assert_eq!(claim("e").await.unwrap(), IpClaim::Allowed);
+    assert_eq!(claim("f").await.unwrap(), IpClaim::Allowed);
+    assert_eq!(claim("g").await.unwrap(), IpClaim::TooManyLive);
+}
+
 #[macro_export]
 macro_rules! store_conformance {
     ($make:expr) => {
@@ -422,7 +532,9 @@ macro_rules! store_conformance {
             keep_alive_slides_heartbeats_and_lists_the_called,
             one_leader_at_a_time_with_fencing,
             settings_are_versioned,
-            capacity_holds_under_concurrent_admissions
+            capacity_holds_under_concurrent_admissions,
+            one_address_is_held_to_its_rate_of_new_tickets,
+            an_address_holds_at_most_its_cap_of_tickets_in_line
         );
     };
     (@each $make:expr; $($name:ident),+) => {
