@@ -72,6 +72,33 @@ fn defaults_follow_cloudflare_and_the_brief() {
     assert!(config.pass.cookie_secure);
     assert_eq!(config.pass.secret, SECRET.as_bytes());
     assert_eq!(config.admin_token, TOKEN);
+    let ip = config.rate_limit;
+    assert_eq!(
+        (ip.per_minute, ip.burst, ip.max_live),
+        (60, 120, 500),
+        "the per-address limit is on"
+    );
+}
+
+#[test]
+fn the_per_address_limit_turns_off_with_zeros_and_takes_its_own_burst() {
+    let parse = |section: &str| {
+        let text = format!("{}[rate_limit]\n{section}\n", minimal(""));
+        Config::parse(&text, &with_secrets(), false)
+            .unwrap()
+            .0
+            .rate_limit
+    };
+    assert!(parse("tickets_per_ip_per_minute = 0\nmax_live_tickets_per_ip = 0").is_off());
+    let own = parse("tickets_per_ip_per_minute = 10\nburst = 3");
+    assert_eq!((own.per_minute, own.burst, own.max_live), (10, 3, 500));
+    let message = error_of(&format!(
+        "{}[rate_limit]\ntickets_per_ip_per_minute = 10\nburst = 0\n",
+        minimal("")
+    ));
+    assert!(message.contains("rate_limit.burst"), "{message}");
+    let message = error_of(&format!("{}[rate_limit]\nper_ip = 1\n", minimal("")));
+    assert!(message.contains("per_ip"), "{message}");
 }
 
 #[test]

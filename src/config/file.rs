@@ -20,6 +20,8 @@ pub struct ConfigFile {
     pub page: PageSection,
     #[serde(default)]
     pub log: LogSection,
+    #[serde(default)]
+    pub rate_limit: RateLimitSection,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -264,6 +266,31 @@ impl Default for LogSection {
         Self {
             format: "text".into(),
             access: true,
+        }
+    }
+}
+
+/// Limits on new tickets per client address (an IPv4 address, or an IPv6 /64); 0 turns each off.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RateLimitSection {
+    pub tickets_per_ip_per_minute: u64,
+    /// Tickets an address may take at once after a quiet spell (default: twice the per-minute
+    /// rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u64>,
+    pub max_live_tickets_per_ip: u64,
+}
+
+/// A flood from one address is hundreds of tickets a second; an office behind one NAT at a drop
+/// is a few hundred people arriving over minutes. One a second with two minutes' worth at once,
+/// and 500 in line, holds the first and lets the second through.
+impl Default for RateLimitSection {
+    fn default() -> Self {
+        Self {
+            tickets_per_ip_per_minute: 60,
+            burst: None,
+            max_live_tickets_per_ip: 500,
         }
     }
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::Cidr;
-use crate::config::file::{ConfigFile, PageSection, RoomSection};
+use crate::config::file::{ConfigFile, PageSection, RateLimitSection, RoomSection};
+use crate::core::ip_limit::IpLimits;
 use crate::core::room::{Limits, Pick};
 use crate::custom_page::CustomPage;
 use crate::locale::PageLanguage;
@@ -397,6 +398,8 @@ pub struct Config {
     pub room: RoomSettings,
     pub pass: PassConfig,
     pub store: StoreConfig,
+    /// `[rate_limit]`: new tickets per client address.
+    pub rate_limit: IpLimits,
     pub admin_address: SocketAddr,
     pub admin_token: String,
     pub branding: Branding,
@@ -514,6 +517,22 @@ fn custom_page(
             .map(|w| format!("page.template: {}: {w}", path.display())),
     );
     Ok(Some(Arc::new(compiled)))
+}
+
+fn ip_limits(section: &RateLimitSection) -> Result<IpLimits, ConfigError> {
+    let per_minute = section.tickets_per_ip_per_minute;
+    let burst = section.burst.unwrap_or(per_minute.saturating_mul(2));
+    if per_minute > 0 && burst == 0 {
+        return Err(invalid(
+            "rate_limit.burst",
+            "must be at least 1 while tickets_per_ip_per_minute is on",
+        ));
+    }
+    Ok(IpLimits {
+        per_minute,
+        burst,
+        max_live: section.max_live_tickets_per_ip,
+    })
 }
 
 /// The room id names cookies and store keys (and Cloudflare's room): letters, digits, - and _.
@@ -811,6 +830,7 @@ impl Config {
                 command_timeout: duration("store.command_timeout", &store.command_timeout)?,
                 leader_ttl: duration("store.leader_ttl", &store.leader_ttl)?,
             },
+            rate_limit: ip_limits(&file.rate_limit)?,
             admin_address: socket_addr("admin.address", &file.admin.address)?,
             admin_token,
             branding: branding(&file.page, &room.name)?,
