@@ -8,15 +8,17 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
+use crate::client::limit_key;
 use crate::clock::{Millis, SharedClock, rfc3339_ms};
 use crate::config::model::{OnStoreError, PassConfig};
 use crate::config::{Config, QueueingMethod, RoomSettings};
 use crate::core::estimate::WaitEstimate;
+use crate::core::ip_limit::{IpClaim, IpLimits};
 use crate::core::room::PollOutcome;
 use crate::custom_page::{CustomPage, PageVariables};
 use crate::locale::{Locale, PageLanguage};
 use crate::metrics::{Metrics, Outcome};
-use crate::page::{self, Branding, ClosedView, WaitingView};
+use crate::page::{self, Branding, ClosedView, ErrorView, WaitingView};
 use crate::reply::Reply;
 use crate::route::Route;
 use crate::status::{Standing, StatusBody};
@@ -99,6 +101,7 @@ pub struct Gate {
     signer: Signer,
     pass_config: PassConfig,
     on_store_error: OnStoreError,
+    ip_limits: IpLimits,
     pub store: Arc<dyn Store>,
     pub clock: SharedClock,
     pub metrics: Metrics,
@@ -145,6 +148,7 @@ impl Gate {
             signer: Signer::new(&config.room_id, &config.pass.secret)?,
             pass_config: config.pass.clone(),
             on_store_error: config.store.on_error,
+            ip_limits: config.rate_limit,
             store,
             clock,
             metrics: Metrics::new(&config.room_id),
@@ -444,6 +448,14 @@ impl Gate {
                 Err(_) => return self.store_unreachable(id, restore, settings, req),
             }
         }
+        // A returning ticket is no new place: only new ones count against the address.
+        if restore.is_none() {
+            match self.claim_ticket(&id, settings, req).await {
+                Ok(None) => {}
+                Ok(Some(refused)) => return refused,
+                Err(_) => return self.store_unreachable(id, restore, settings, req),
+            }
+        }
         let joined = self.store.join(&id, restore.as_ref(), &limits).await;
         self.note_store(&joined);
         match joined {
@@ -462,6 +474,93 @@ impl Gate {
                 self.waiting(settings, req, ticket, Some(joined.position), joined.queued)
             }
             Err(_) => self.store_unreachable(id, restore, settings, req),
+        }
+    }
+
+    /// `[rate_limit]`: None when this new ticket may join the line, else the 429 that refuses
+    /// it. A store error is the caller's to handle like a failed join (`on_error`), so an outage
+    /// never refuses anyone for the limit.
+    async fn claim_ticket(
+        &self,
+        id: &str,
+        settings: &RoomSettings,
+        req: &RequestView<'_>,
+    ) -> Result<Option<Verdict>, StoreError> {
+        let Some(ip) = req.client_ip.filter(|_| !self.ip_limits.is_off()) else {
+            return Ok(None);
+        };
+        let claimed = self
+            .store
+            .claim_ticket(&limit_key(ip), id, &self.ip_limits)
+            .await;
+        self.note_store(&claimed);
+        let (retry_after, reason, message) = match claimed? {
+            IpClaim::Allowed => return Ok(None),
+            IpClaim::TooFast { retry_after_ms } => {
+                self.metrics.refused_too_fast.inc();
+                let seconds = u64::try_from(retry_after_ms.max(1))
+                    .unwrap_or(1)
+                    .div_ceil(1000);
+                (
+                    seconds,
+                    "rate",
+                    "Many new visitors came from your network address in a short time.",
+                )
+            }
+            // A place frees when a visitor from the address is let in or leaves: ask again at
+            // the pace a waiting page polls.
+            IpClaim::TooManyLive => {
+                self.metrics.refused_too_many_live.inc();
+                (
+                    settings.refresh_interval.as_secs().max(1),
+                    "live",
+                    "Your network address already holds many places in line.",
+                )
+            }
+        };
+        Ok(Some(self.too_many_tickets(
+            req,
+            retry_after,
+            reason,
+            message,
+        )))
+    }
+
+    /// 429 for a refused new ticket: JSON for JSON clients, else a short page that tries again
+    /// by itself (a visitor behind a busy office NAT gets in once the address has room).
+    fn too_many_tickets(
+        &self,
+        req: &RequestView<'_>,
+        retry_after: u64,
+        reason: &str,
+        message: &str,
+    ) -> Verdict {
+        let reply = if req.wants_json() {
+            Reply::json(
+                429,
+                &serde_json::json!({
+                    "error": "too_many_tickets",
+                    "reason": reason,
+                    "retryAfterSeconds": retry_after,
+                }),
+            )
+        } else {
+            let message = format!("{message} This page tries again in {retry_after} seconds.");
+            let view = ErrorView {
+                branding: &self.branding,
+                status: 429,
+                heading: "Too many visitors from your network",
+                message: &message,
+            };
+            match page::render_error(&view) {
+                Ok(html) => Reply::html(429, html),
+                Err(_) => Reply::text(429, message),
+            }
+            .with_header("refresh", retry_after.to_string())
+        };
+        Verdict::Respond {
+            outcome: Outcome::Limited,
+            reply: reply.with_header("retry-after", retry_after.to_string()),
         }
     }
 

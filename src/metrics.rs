@@ -18,16 +18,19 @@ pub enum Outcome {
     Rejected,
     /// Room suspended, or the store unreachable with on_error = "open".
     Unprotected,
+    /// Refused a new ticket by the per-address limit (429).
+    Limited,
 }
 
 impl Outcome {
-    const ALL: [Outcome; 6] = [
+    const ALL: [Outcome; 7] = [
         Outcome::Passed,
         Outcome::Admitted,
         Outcome::Queued,
         Outcome::Bypassed,
         Outcome::Rejected,
         Outcome::Unprotected,
+        Outcome::Limited,
     ];
 
     pub fn label(self) -> &'static str {
@@ -38,6 +41,7 @@ impl Outcome {
             Outcome::Bypassed => "bypassed",
             Outcome::Rejected => "rejected",
             Outcome::Unprotected => "unprotected",
+            Outcome::Limited => "limited",
         }
     }
 }
@@ -57,6 +61,7 @@ pub const NAMES: &[&str] = &[
     "waitroom_no_shows_total",
     "waitroom_wait_seconds",
     "waitroom_requests_total",
+    "waitroom_tickets_refused_total",
     "waitroom_upstream_errors_total",
     "waitroom_origin_responses_total",
     "waitroom_origin_seconds",
@@ -82,7 +87,10 @@ pub struct Metrics {
     pub no_shows: IntCounter,
     pub wait_seconds: Histogram,
     /// One counter per outcome, resolved once: no label hashing per request.
-    requests: [IntCounter; 6],
+    requests: [IntCounter; 7],
+    /// New tickets refused by the per-address limit: too fast, or too many in line.
+    pub refused_too_fast: IntCounter,
+    pub refused_too_many_live: IntCounter,
     upstream_errors: IntCounterVec,
     origin_responses: IntCounterVec,
     pub origin_seconds: Histogram,
@@ -132,6 +140,11 @@ impl Metrics {
             ]),
         ));
         must(registry.register(Box::new(wait_seconds.clone())));
+        let refused = counter_vec(
+            "waitroom_tickets_refused_total",
+            "New tickets refused by the per-address limit, by reason (rate, live)",
+            "reason",
+        );
         let origin_seconds = must(Histogram::with_opts(
             HistogramOpts::new(
                 "waitroom_origin_seconds",
@@ -186,6 +199,8 @@ impl Metrics {
                 );
                 Outcome::ALL.map(|o| by_outcome.with_label_values(&[o.label()]))
             },
+            refused_too_fast: refused.with_label_values(&["rate"]),
+            refused_too_many_live: refused.with_label_values(&["live"]),
             upstream_errors: counter_vec(
                 "waitroom_upstream_errors_total",
                 "Requests the origin failed (connect, tls, timeout, status)",

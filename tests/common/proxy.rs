@@ -99,6 +99,13 @@ pub fn config_with(listen: u16, admin: u16, origin: SocketAddr, s: Sections) -> 
             defaults.push_str(&format!("{key} = \"{value}\"\n"));
         }
     }
+    // Every test visitor comes from 127.0.0.1, and a crowd from one address is exactly what the
+    // per-address limit refuses: off, unless a test brings its own [rate_limit].
+    let rate_limit = if rest.contains("[rate_limit]") {
+        ""
+    } else {
+        "[rate_limit]\ntickets_per_ip_per_minute = 0\nmax_live_tickets_per_ip = 0\n"
+    };
     format!(
         r#"
 [listen]
@@ -126,6 +133,7 @@ cookie_secure = false
 address = "127.0.0.1:{admin}"
 token = "{ADMIN_TOKEN}"
 {rest}
+{rate_limit}
 "#
     )
 }
@@ -168,6 +176,11 @@ impl TestProxy {
             rest,
             ..Sections::default()
         };
+        Self::launch(origin.addr, s, origin.clone(), true)
+    }
+
+    /// A proxy on the real clock with extra lines in any section.
+    pub fn start_real_time_sections(origin: &StubOrigin, s: Sections) -> Self {
         Self::launch(origin.addr, s, origin.clone(), true)
     }
 
@@ -265,6 +278,8 @@ pub struct Visitor {
     base: String,
     client: reqwest::Client,
     pub cookie: Option<String>,
+    /// Sent as X-Forwarded-For: the visitor's address for a proxy that trusts 127.0.0.1.
+    pub forwarded_for: Option<String>,
 }
 
 pub struct Answer {
@@ -304,6 +319,7 @@ impl Visitor {
                 .build()
                 .unwrap(),
             cookie: None,
+            forwarded_for: None,
         }
     }
 
@@ -319,6 +335,9 @@ impl Visitor {
         }
         if let Some(accept) = accept {
             req = req.header("accept", accept);
+        }
+        if let Some(address) = &self.forwarded_for {
+            req = req.header("x-forwarded-for", address);
         }
         let resp = req.send().await.unwrap();
         let status = resp.status().as_u16();
