@@ -394,6 +394,12 @@ $store_conf
 
 [admin]
 address = "127.0.0.1:$ADMIN_PORT"
+
+# One machine plays the whole crowd from one address: the per-address limit on new tickets
+# would refuse it. Off here; on (the defaults) in front of a real shop.
+[rate_limit]
+tickets_per_ip_per_minute = 0
+max_live_tickets_per_ip = 0
 CONF
     WR_JWT_SECRET=$WR_JWT_SECRET WR_ADMIN_TOKEN=$WR_ADMIN_TOKEN RUST_LOG=${RUST_LOG:-info} \
         "$BIN" --config "$TMP/waitroom-$store.toml" >"$TMP/waitroom-$store.log" 2>&1 &

@@ -4,6 +4,9 @@
 //   CAPACITY=200 RATE_PER_MINUTE=40 k6 run --console-output=series.log load/k6-flashcrowd.js
 //
 // (load/flashcrowd.sh runs all of it on loopback: a stub origin, the proxy, this script.)
+// The whole crowd comes from this machine's address: the room under test needs
+// `[rate_limit] tickets_per_ip_per_minute = 0` and `max_live_tickets_per_ip = 0`, or its
+// per-address limit answers most arrivals with 429 (flashcrowd.sh turns it off).
 //
 // VISITORS visitors arrive evenly within ARRIVAL seconds. Each one is a browser with its own
 // cookie jar: it asks for ENTRY in JSON mode (`Accept: application/json`), polls every

@@ -125,6 +125,8 @@ async function startRoom({ room = {}, page = {} } = {}) {
     tomlSection('pass', { secret: SECRET, cookie_secure: false }),
     tomlSection('admin', { address: `127.0.0.1:${admin}`, token: ADMIN_TOKEN }),
     tomlSection('page', { title: 'Sneaker drop', ...page }),
+    // [rate_limit] stays at its defaults, as in front of a shop: a test makes a handful of
+    // visitors from 127.0.0.1, far below them.
     '',
   ].join('\n\n');
   fs.writeFileSync(configFile, text);
