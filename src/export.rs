@@ -140,6 +140,14 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
          render empty at the edge (waiting.html then shows the estimate)"
             .to_owned(),
     );
+    let ip = &file.rate_limit;
+    if ip.tickets_per_ip_per_minute > 0 || ip.max_live_tickets_per_ip > 0 {
+        notes.push(
+            "[rate_limit]: Cloudflare Waiting Room has no per-address limit on new tickets; a \
+             rate limiting rule on the room's path is the nearest"
+                .to_owned(),
+        );
+    }
 
     vars.push(Attribute::new("cookie_suffix", room.id.as_str()));
     vars.push(Attribute::new(
@@ -412,6 +420,7 @@ mod tests {
             "room.abandon_after = 60s",
             "room.claim_window = 15s",
             "exact positions",
+            "[rate_limit]",
             "\"auto\"",
             "\"mine.html\"",
         ] {
@@ -422,6 +431,11 @@ mod tests {
                 out.notes
             );
         }
+        let off = export(
+            "",
+            "[rate_limit]\ntickets_per_ip_per_minute = 0\nmax_live_tickets_per_ip = 0",
+        );
+        assert!(notes_about(&off, "[rate_limit]").is_empty());
         let v = parsed(&out);
         assert_eq!(v["default_template_language"], "en-US");
         assert!(v.get("host").is_none());
