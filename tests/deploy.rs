@@ -589,6 +589,7 @@ fn check_expr(expr: &str, used: &mut BTreeSet<String>) {
         "bypassed",
         "rejected",
         "unprotected",
+        "limited",
     ];
     for (label, allowed) in [
         ("outcome", &outcomes[..]),
@@ -621,6 +622,7 @@ fn outcome_labels_in_the_checks_are_the_proxys() {
         Outcome::Bypassed,
         Outcome::Rejected,
         Outcome::Unprotected,
+        Outcome::Limited,
     ]
     .iter()
     .map(|o| o.label())
@@ -633,7 +635,8 @@ fn outcome_labels_in_the_checks_are_the_proxys() {
             "queued",
             "bypassed",
             "rejected",
-            "unprotected"
+            "unprotected",
+            "limited"
         ]
     );
 }
@@ -664,6 +667,7 @@ fn every_metric_in_the_dashboard_is_exported_and_the_room_is_covered() {
         "waitroom_rate_per_minute",
         "waitroom_wait_seconds",
         "waitroom_requests_total",
+        "waitroom_tickets_refused_total",
         "waitroom_origin_seconds",
         "waitroom_origin_responses_total",
         "waitroom_upstream_errors_total",
@@ -733,6 +737,9 @@ fn the_shipped_config_documents_the_new_keys() {
         "ca_file",
         "[log]",
         "access",
+        "[rate_limit]",
+        "tickets_per_ip_per_minute",
+        "max_live_tickets_per_ip",
     ] {
         assert!(
             drop.contains(key),
