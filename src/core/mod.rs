@@ -3,5 +3,7 @@
 pub mod bucket;
 pub mod estimate;
 pub mod expiring;
+pub mod fairness;
 pub mod queue;
 pub mod room;
+pub mod schedule;
