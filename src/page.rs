@@ -85,10 +85,11 @@ fn clock_text(ms: Millis) -> String {
 /// What the template shows of a countdown.
 struct CountdownText {
     starts_at: String,
+    /// Shown under the countdown when an operator's message took the lead.
     /// The server's time, so the script counts down on the server's clock, not the device's.
     now: Millis,
     left: String,
-    note: &'static str,
+    note: Option<&'static str>,
 }
 
 /// The "reject" page: the room is closed or sold out.
@@ -121,19 +122,27 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
     let sub_text = match view.position {
         Some(_) if view.queued == 0 => String::new(),
         Some(_) => locale.count(view.queued, t.total_one, t.total_other),
+        // A pre-queue shows no place yet: the countdown's note says why.
+        None if view.countdown.is_some() => String::new(),
         None => t.random_note.to_owned(),
     };
     let wait_text = locale.wait_text(&view.estimate);
     let heading = view.heading.or(b.heading.as_deref()).unwrap_or(t.heading);
+    let prequeue_note = view.countdown.map(|c| {
+        if c.shuffled {
+            t.prequeue_shuffle_note
+        } else {
+            t.prequeue_note
+        }
+    });
+    // Before a drop "very busy right now" is not true yet: the pre-queue's own note leads, unless
+    // the operator wrote a message, which the note then follows.
+    let message = view.message.or(b.message.as_deref());
     let countdown = view.countdown.map(|c| CountdownText {
         starts_at: rfc3339_ms(c.starts_at),
         now: c.now,
         left: clock_text(c.starts_at - c.now),
-        note: if c.shuffled {
-            t.prequeue_shuffle_note
-        } else {
-            t.prequeue_note
-        },
+        note: if message.is_some() { prequeue_note } else { None },
     });
     let progress = progress_percent(view.position, view.initial_position);
     WaitingPage {
@@ -143,7 +152,7 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
         i18n: locale.script_texts_json(),
         theme: theme_for(b),
         heading,
-        message: view.message.or(b.message.as_deref()).unwrap_or(t.message),
+        message: message.or(prequeue_note).unwrap_or(t.message),
         footer: t.footer.replace("{room}", view.room_name),
         status_url: view.status_url,
         countdown,
