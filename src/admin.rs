@@ -9,6 +9,9 @@ use pingora_core::protocols::http::ServerSession;
 use serde::Deserialize;
 
 use crate::admission::AdmissionLoop;
+use crate::config::RoomSettings;
+use crate::config::file::EventSection;
+use crate::core::schedule::Phase;
 use crate::gate::Gate;
 use crate::reload::{ReloadError, Reloader};
 use crate::reply::Reply;
@@ -27,6 +30,24 @@ pub struct AdminApp {
 #[serde(deny_unknown_fields)]
 struct RevokeRequest {
     pass_id: String,
+}
+
+fn find(events: &[EventSection], name: &str) -> Option<usize> {
+    events.iter().position(|e| e.name == name)
+}
+
+enum EventChange<'a> {
+    Add,
+    Change(&'a str),
+    Delete(&'a str),
+}
+
+async fn read_json<T: serde::de::DeserializeOwned>(
+    session: &mut ServerSession,
+) -> Result<T, Reply> {
+    let body = read_body(session).await?;
+    serde_json::from_slice(&body)
+        .map_err(|e| error(400, format!("body is not valid JSON for this: {e}")))
 }
 
 /// Compares in time independent of where the first difference is.
@@ -104,6 +125,8 @@ impl AdminApp {
                     "revoked_total": c.revoked_total,
                     "no_show_total": c.no_show_total,
                     "queueing_method": settings.queueing_method.as_str(),
+                    "event": settings.event.as_ref().map(|e| e.name.as_str()),
+                    "prequeueing": settings.prequeueing(),
                     "queue_all": settings.queue_all,
                     "suspended": settings.suspended,
                     "session_duration_seconds": settings.session_duration.as_secs_f64(),
@@ -118,6 +141,94 @@ impl AdminApp {
         }
     }
 
+    /// `GET /admin/events`: the scheduled events as configured, and the one governing now.
+    fn events(&self) -> Reply {
+        let configured = self.gate.configured_settings();
+        let now = self.gate.settings();
+        Reply::json(
+            200,
+            &serde_json::json!({
+                "events": configured.section.events,
+                "current": now.event.as_ref().map(|e| serde_json::json!({
+                    "name": e.name,
+                    "phase": match e.phase {
+                        Phase::Prequeue => "prequeue",
+                        Phase::Running => "running",
+                    },
+                })),
+            }),
+        )
+    }
+
+    /// Adds, changes or deletes one event, validated with all the others, applied everywhere.
+    async fn change_events(&self, session: &mut ServerSession, change: EventChange<'_>) -> Reply {
+        let mut section = self.gate.configured_settings().section.clone();
+        let (status, answer) = match change {
+            EventChange::Add => {
+                let event: EventSection = match read_json(session).await {
+                    Ok(event) => event,
+                    Err(reply) => return reply,
+                };
+                if find(&section.events, &event.name).is_some() {
+                    return error(409, format!("an event named {:?} exists", event.name));
+                }
+                section.events.push(event.clone());
+                (201, Some(event))
+            }
+            EventChange::Change(name) => {
+                let Some(i) = find(&section.events, name) else {
+                    return error(404, format!("no event named {name:?}"));
+                };
+                let patch: serde_json::Value = match read_json(session).await {
+                    Ok(patch) => patch,
+                    Err(reply) => return reply,
+                };
+                let serde_json::Value::Object(changes) = patch else {
+                    return error(400, "body must be a JSON object of event keys");
+                };
+                let mut merged = match serde_json::to_value(&section.events[i]) {
+                    Ok(serde_json::Value::Object(m)) => m,
+                    _ => return error(500, "cannot encode the event"),
+                };
+                for (key, value) in changes {
+                    if value.is_null() {
+                        merged.remove(&key);
+                    } else {
+                        merged.insert(key, value);
+                    }
+                }
+                let event: EventSection =
+                    match serde_json::from_value(serde_json::Value::Object(merged)) {
+                        Ok(event) => event,
+                        Err(e) => return error(400, format!("not an event: {e}")),
+                    };
+                if event.name != name && find(&section.events, &event.name).is_some() {
+                    return error(409, format!("an event named {:?} exists", event.name));
+                }
+                section.events[i] = event.clone();
+                (200, Some(event))
+            }
+            EventChange::Delete(name) => {
+                let Some(i) = find(&section.events, name) else {
+                    return error(404, format!("no event named {name:?}"));
+                };
+                section.events.remove(i);
+                (200, None)
+            }
+        };
+        let settings = match RoomSettings::from_section(&section) {
+            Ok(settings) => settings,
+            Err(e) => return error(400, e.to_string()),
+        };
+        match self.admission.publish_settings(settings).await {
+            Ok(_) => match answer {
+                Some(event) => Reply::json(status, &event),
+                None => Reply::json(status, &serde_json::json!({ "deleted": true })),
+            },
+            Err(e) => error(503, format!("not applied: {e}")),
+        }
+    }
+
     async fn put_config(&self, session: &mut ServerSession) -> Reply {
         let body = match read_body(session).await {
             Ok(body) => body,
@@ -127,7 +238,7 @@ impl AdminApp {
             Ok(v) => v,
             Err(e) => return error(400, format!("body is not JSON: {e}")),
         };
-        let settings = match self.gate.settings().patched(&patch) {
+        let settings = match self.gate.configured_settings().patched(&patch) {
             Ok(s) => s,
             Err(e) => return error(400, e.to_string()),
         };
@@ -190,8 +301,19 @@ impl AdminApp {
                     return error(401, "missing or wrong bearer token")
                         .with_header("www-authenticate", "Bearer");
                 }
+                if let Some(name) = p.strip_prefix("/admin/events/") {
+                    return match method.as_str() {
+                        "PUT" => self.change_events(session, EventChange::Change(name)).await,
+                        "DELETE" => self.change_events(session, EventChange::Delete(name)).await,
+                        _ => error(405, "use PUT or DELETE on /admin/events/{name}"),
+                    };
+                }
                 match (method.as_str(), p) {
                     ("GET", "/admin/state") => self.state().await,
+                    ("GET", "/admin/events") => self.events(),
+                    ("POST", "/admin/events") => {
+                        self.change_events(session, EventChange::Add).await
+                    }
                     ("PUT", "/admin/config") => self.put_config(session).await,
                     ("POST", "/admin/revoke") => self.revoke(session).await,
                     ("POST", "/admin/reload") => self.reload().await,

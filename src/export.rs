@@ -2,8 +2,8 @@
 //! managed room runs on the same numbers, and a list of what Cloudflare cannot express.
 //!
 //! Pure: a parsed file in, the tfvars text and the notes out. Every list the Terraform iterates
-//! (bypass rules now, scheduled events once drop.toml has them) is a list of HCL objects built
-//! by `objects`, so a new kind of entry only needs its own fields.
+//! (bypass rules, scheduled events) is a list of HCL objects built by `objects`, so a new kind of
+//! entry only needs its own fields.
 
 use std::time::Duration;
 
@@ -100,7 +100,7 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
     ));
     vars.push(Attribute::new(
         "queueing_method",
-        settings.queueing_method.as_str(),
+        cloudflare_method("room.queueing_method", settings.queueing_method, &mut notes),
     ));
     if settings.queueing_method == QueueingMethod::Random {
         notes.push(
@@ -198,19 +198,16 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
 
     let by_path = settings.bypass.iter().map(|pattern| {
         vec![
-            ("description", format!("bypass {}", pattern.as_str())),
-            ("expression", bypass_expression(pattern)),
+            ("description", text(format!("bypass {}", pattern.as_str()))),
+            ("expression", text(bypass_expression(pattern))),
         ]
     });
     let by_address = (!room.bypass_ips.is_empty()).then(|| {
         vec![
-            (
-                "description",
-                "bypass staff and monitoring addresses".to_owned(),
-            ),
+            ("description", text("bypass staff and monitoring addresses")),
             (
                 "expression",
-                format!("ip.src in {{{}}}", room.bypass_ips.join(" ")),
+                text(format!("ip.src in {{{}}}", room.bypass_ips.join(" "))),
             ),
         ]
     });
@@ -227,22 +224,40 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
             ),
         };
         vec![
-            ("description", format!("bypass header {}", rule.name)),
-            ("expression", expression),
+            ("description", text(format!("bypass header {}", rule.name))),
+            ("expression", text(expression)),
         ]
     });
     let by_cookie = settings.bypass_cookies.iter().map(|name| {
         vec![
-            ("description", format!("bypass cookie {name}")),
+            ("description", text(format!("bypass cookie {name}"))),
             (
                 "expression",
-                format!("http.cookie contains {}", rules_string(&format!("{name}="))),
+                text(format!(
+                    "http.cookie contains {}",
+                    rules_string(&format!("{name}="))
+                )),
             ),
         ]
     });
     let bypass_rules = by_path.chain(by_address).chain(by_header).chain(by_cookie);
     vars.push(Attribute::new("bypass_rules", objects(bypass_rules)));
-    vars.push(Attribute::new("events", objects(std::iter::empty())));
+    vars.push(Attribute::new(
+        "events",
+        events(file, &settings, &mut notes),
+    ));
+    vars.push(Attribute::new(
+        "search_engine_crawler_bypass",
+        settings.bypass_verified_crawlers,
+    ));
+    if settings.bypass_verified_crawlers {
+        notes.push(
+            "room.bypass_verified_crawlers: Cloudflare's search_engine_crawler_bypass is a zone \
+             setting: it applies to every waiting room of the zone, and Cloudflare keeps its own \
+             crawler list (room.crawler_ranges has no counterpart)"
+                .to_owned(),
+        );
+    }
 
     let body = Body::builder().add_attributes(vars).build();
     let mut tfvars = header(source, &notes);
@@ -250,8 +265,87 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
     Ok(TerraformExport { tfvars, notes })
 }
 
-/// A list of HCL objects, one per entry, each a list of (field, text) pairs.
-fn objects(entries: impl Iterator<Item = Vec<(&'static str, String)>>) -> Expression {
+/// Cloudflare allows this many events per room.
+const CLOUDFLARE_MAX_EVENTS: usize = 5;
+
+/// `[[room.events]]` as Cloudflare's waiting room events; overrides left out inherit the room's.
+fn events(file: &ConfigFile, settings: &RoomSettings, notes: &mut Vec<String>) -> Expression {
+    if settings.events.len() > CLOUDFLARE_MAX_EVENTS {
+        notes.push(format!(
+            "room.events: {} events; Cloudflare allows {CLOUDFLARE_MAX_EVENTS} per room (terraform \
+             refuses more): export a drop.toml with the next five",
+            settings.events.len()
+        ));
+    }
+    let entries = file
+        .room
+        .events
+        .iter()
+        .zip(&settings.events)
+        .map(|(section, event)| {
+            let key = |k: &str| format!("room.events {:?}: {k}", event.name);
+            let mut fields = vec![
+                ("name", text(&event.name)),
+                (
+                    "description",
+                    text(section.description.as_deref().unwrap_or("")),
+                ),
+                ("event_start_time", text(&section.event_start_time)),
+                ("event_end_time", text(&section.event_end_time)),
+                (
+                    "shuffle_at_event_start",
+                    Expression::from(event.shuffle_at_event_start),
+                ),
+                ("suspended", Expression::from(event.suspended)),
+            ];
+            if let Some(prequeue) = &section.prequeue_start_time {
+                fields.push(("prequeue_start_time", text(prequeue)));
+            }
+            if let Some((users, rate)) = event.limits {
+                fields.push(("total_active_users", Expression::from(users)));
+                fields.push(("new_users_per_minute", Expression::from(rate)));
+            }
+            if let Some(session) = event.session_duration {
+                let (minutes, note) = session_minutes(session);
+                fields.push(("session_duration", Expression::from(minutes)));
+                notes.extend(note.map(|n| format!("{}: {n}", key("session_duration"))));
+            }
+            if let Some(disable) = event.disable_session_renewal {
+                fields.push(("disable_session_renewal", Expression::from(disable)));
+            }
+            if let Some(method) = event.queueing_method {
+                let method = cloudflare_method(&key("queueing_method"), method, notes);
+                fields.push(("queueing_method", text(method)));
+            }
+            if event.heading.is_some() || event.message.is_some() {
+                notes.push(format!(
+                    "{}: an event's heading and message style the proxy's built-in page only",
+                    key("heading/message")
+                ));
+            }
+            fields
+        });
+    objects(entries)
+}
+
+/// Cloudflare's name for a queueing method; the lottery, which it lacks, becomes fifo.
+fn cloudflare_method(key: &str, method: QueueingMethod, notes: &mut Vec<String>) -> &'static str {
+    if method != QueueingMethod::Lottery {
+        return method.as_str();
+    }
+    notes.push(format!(
+        "{key} = \"lottery\": Cloudflare has no lottery window; exported as fifo (its nearest \
+         fair draw is an event's pre-queue with shuffle_at_event_start)"
+    ));
+    QueueingMethod::Fifo.as_str()
+}
+
+fn text(value: impl Into<String>) -> Expression {
+    Expression::String(value.into())
+}
+
+/// A list of HCL objects, one per entry, each a list of (field, value) pairs.
+fn objects(entries: impl Iterator<Item = Vec<(&'static str, Expression)>>) -> Expression {
     Expression::Array(
         entries
             .map(|fields| {
@@ -268,8 +362,7 @@ fn header(source: &str, notes: &[String]) -> String {
     let mut text = format!(
         "# Written by `waitroom-proxy export-terraform` from {source}: change {source} and \
          export again.\n# zone_id is not in it: set zone_id in another .tfvars file or \
-         TF_VAR_zone_id.\n# Scheduled events (events = [...]) come from drop.toml once it has \
-         them.\n#\n# What Cloudflare cannot express or does differently:\n"
+         TF_VAR_zone_id.\n#\n# What Cloudflare cannot express or does differently:\n"
     );
     for note in notes {
         text.push_str(&format!("# - {note}\n"));
@@ -476,6 +569,44 @@ mod tests {
                 "http.cookie contains \"staff_session=\"",
             ]
         );
+    }
+
+    #[test]
+    fn events_become_cloudflare_events() {
+        let events = "queueing_method = \"lottery\"\nbypass_verified_crawlers = true\n\
+            [[room.events]]\nname = \"drop-1000\"\n\
+            prequeue_start_time = \"2026-12-05T09:30:00+01:00\"\n\
+            event_start_time = \"2026-12-05T10:00:00+01:00\"\n\
+            event_end_time = \"2026-12-05T12:00:00+01:00\"\nshuffle_at_event_start = true\n\
+            total_active_users = 300\nnew_users_per_minute = 250\nsession_duration = \"90s\"\n\
+            heading = \"Drop at 10\"\n\
+            [[room.events]]\nname = \"restock\"\nevent_start_time = \"2026-12-06T10:00:00Z\"\n\
+            event_end_time = \"2026-12-06T11:00:00Z\"\nqueueing_method = \"random\"\n";
+        let exported = export(events, "");
+        let vars = parsed(&exported);
+        assert_eq!(vars["queueing_method"], "fifo");
+        assert_eq!(vars["search_engine_crawler_bypass"], true);
+        let list = vars["events"].as_array().unwrap();
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[0]["name"], "drop-1000");
+        assert_eq!(list[0]["prequeue_start_time"], "2026-12-05T09:30:00+01:00");
+        assert_eq!(list[0]["shuffle_at_event_start"], true);
+        assert_eq!(list[0]["total_active_users"], 300);
+        assert_eq!(list[0]["new_users_per_minute"], 250);
+        assert_eq!(list[0]["session_duration"], 2);
+        assert_eq!(list[1]["queueing_method"], "random");
+        assert!(list[1].get("prequeue_start_time").is_none());
+        assert!(
+            list[1].get("total_active_users").is_none(),
+            "inherits the room's"
+        );
+        assert_eq!(notes_about(&exported, "lottery").len(), 1);
+        assert_eq!(notes_about(&exported, "heading and message").len(), 1);
+        assert_eq!(
+            notes_about(&exported, "search_engine_crawler_bypass").len(),
+            1
+        );
+        assert!(notes_about(&exported, "drop-1000\": session_duration").len() == 1);
     }
 
     #[test]

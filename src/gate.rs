@@ -13,12 +13,14 @@ use crate::clock::{Millis, SharedClock, rfc3339_ms};
 use crate::config::model::{OnStoreError, PassConfig};
 use crate::config::{Config, QueueingMethod, RoomSettings};
 use crate::core::estimate::WaitEstimate;
+use crate::core::fairness::FairnessWindow;
 use crate::core::ip_limit::{IpClaim, IpLimits};
 use crate::core::room::PollOutcome;
+use crate::crawler;
 use crate::custom_page::{CustomPage, PageVariables};
 use crate::locale::{Locale, PageLanguage};
 use crate::metrics::{Metrics, Outcome};
-use crate::page::{self, Branding, ClosedView, ErrorView, WaitingView};
+use crate::page::{self, Branding, ClosedView, Countdown, ErrorView, WaitingView};
 use crate::reply::Reply;
 use crate::route::Route;
 use crate::status::{Standing, StatusBody};
@@ -97,7 +99,12 @@ const RENEW_AFTER_SHARE: u32 = 10;
 pub struct Gate {
     pub room_id: String,
     route: Route,
-    settings: ArcSwap<RoomSettings>,
+    /// The room's settings as configured (file, admin API), events included.
+    configured: ArcSwap<RoomSettings>,
+    /// The settings in effect now, worked out from `configured` again when an event boundary
+    /// passes or the configuration changes.
+    effective: ArcSwap<Effective>,
+    recompute: Mutex<()>,
     signer: Signer,
     pass_config: PassConfig,
     on_store_error: OnStoreError,
@@ -121,6 +128,21 @@ pub struct Gate {
     view: ArcSwap<RoomView>,
     /// Waiting visitors seen polling since the loop's last keep-alive batch.
     polled: Mutex<HashSet<String>>,
+    /// This instance's last admissions, arrival against admission order.
+    fairness: Mutex<FairnessWindow>,
+}
+
+/// Admissions kept for the fairness figures: tau over them costs O(n²) and is worked out again
+/// every `TAU_EVERY` admissions.
+const FAIRNESS_WINDOW: usize = 1000;
+const TAU_EVERY: u64 = 100;
+
+#[derive(Debug)]
+struct Effective {
+    settings: Arc<RoomSettings>,
+    /// Valid from when it was worked out until the next event boundary.
+    from: Millis,
+    until: Millis,
 }
 
 /// What the poll path needs to know of the whole room, refreshed every loop tick.
@@ -144,7 +166,13 @@ impl Gate {
         Ok(Self {
             room_id: config.room_id.clone(),
             route: config.route.clone(),
-            settings: ArcSwap::from_pointee(config.room.clone()),
+            configured: ArcSwap::from_pointee(config.room.clone()),
+            effective: ArcSwap::from_pointee(Effective {
+                settings: Arc::new(config.room.clone()),
+                from: Millis::MAX,
+                until: Millis::MIN,
+            }),
+            recompute: Mutex::new(()),
             signer: Signer::new(&config.room_id, &config.pass.secret)?,
             pass_config: config.pass.clone(),
             on_store_error: config.store.on_error,
@@ -160,14 +188,48 @@ impl Gate {
             epoch_seen_at: AtomicI64::new(0),
             view: ArcSwap::from_pointee(RoomView::default()),
             polled: Mutex::new(HashSet::new()),
+            fairness: Mutex::new(FairnessWindow::new(FAIRNESS_WINDOW)),
         })
     }
 
+    /// The settings in effect now (an event's overrides applied).
     pub fn settings(&self) -> Arc<RoomSettings> {
-        self.settings.load_full()
+        let now = self.clock.now_ms();
+        let current = self.effective.load();
+        if now >= current.from && now < current.until {
+            return current.settings.clone();
+        }
+        drop(current);
+        let _one_at_a_time = self.recompute.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.effective.load();
+        if now >= current.from && now < current.until {
+            return current.settings.clone();
+        }
+        self.work_out_effective(now)
+    }
+
+    /// The settings as configured, which the admin API patches and saves.
+    pub fn configured_settings(&self) -> Arc<RoomSettings> {
+        self.configured.load_full()
     }
 
     pub fn apply_settings(&self, settings: RoomSettings) {
+        let _one_at_a_time = self.recompute.lock().unwrap_or_else(|p| p.into_inner());
+        self.configured.store(Arc::new(settings));
+        self.work_out_effective(self.clock.now_ms());
+    }
+
+    fn work_out_effective(&self, now: Millis) -> Arc<RoomSettings> {
+        let (settings, until) = self.configured.load().at(now);
+        let previous = self.effective.load();
+        if previous.settings.event.as_ref().map(|e| (&e.name, e.phase))
+            != settings.event.as_ref().map(|e| (&e.name, e.phase))
+        {
+            match &settings.event {
+                Some(e) => log::info!("event {:?} now in its {:?} phase", e.name, e.phase),
+                None => log::info!("no event governs the room now"),
+            }
+        }
         let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         self.metrics
             .capacity
@@ -177,7 +239,16 @@ impl Gate {
             .set(gauge(settings.new_users_per_minute));
         let admitting = settings.limits().admitting && !settings.suspended;
         self.metrics.admitting.set(i64::from(admitting));
-        self.settings.store(Arc::new(settings));
+        self.metrics
+            .prequeueing
+            .set(i64::from(settings.prequeueing()));
+        let settings = Arc::new(settings);
+        self.effective.store(Arc::new(Effective {
+            settings: settings.clone(),
+            from: now,
+            until,
+        }));
+        settings
     }
 
     pub fn set_rate(&self, per_second: Option<f64>) {
@@ -224,30 +295,44 @@ impl Gate {
     /// A poll answered from the ticket and the room view, when that is as good as asking the
     /// store: the visitor was seen recently in this epoch, is not called, and the store is up.
     /// Position = last exact position minus admissions since; only visitors who gave up ahead
-    /// make it an over-estimate, corrected at the next exact look-up.
-    fn estimated_position(&self, ticket: &Ticket, settings: &RoomSettings) -> Option<(u64, u64)> {
+    /// make it an over-estimate, corrected at the next exact look-up. In a pre-queue no place
+    /// is shown and nobody is called, so every poll is answered here (a heartbeat); the first
+    /// poll after the start is exact, since places seen before it were not final.
+    fn estimated_position(
+        &self,
+        ticket: &Ticket,
+        settings: &RoomSettings,
+    ) -> Option<(Option<u64>, u64)> {
         let seen = ticket.seen;
         let now = self.clock.now_ms();
         let abandon_after = settings.limits().abandon_after_ms;
         let exact_every = EXACT_POLL_EVERY_MS.min(abandon_after / 2);
         let view = self.view.load();
         let settled = now - self.epoch_seen_at.load(Ordering::Relaxed) >= abandon_after;
+        let prequeue = settings.prequeueing();
+        let seen_before_start = settings
+            .event
+            .as_ref()
+            .is_some_and(|e| seen.at < e.times.start_ms);
+        let recent = seen.at > 0 && now - seen.at < exact_every && !seen_before_start;
         let fresh = settled
-            && seen.at > 0
-            && now - seen.at < exact_every
+            && (prequeue || recent)
             && self.store_ok()
             && ticket.epoch == **self.last_epoch.load()
             && !view.called.contains(&ticket.id);
         if !fresh {
             return None;
         }
-        let admitted_since = view.admitted_total.saturating_sub(seen.admitted_total);
-        let position = seen.position.saturating_sub(admitted_since).max(1);
         self.polled
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(ticket.id.clone());
-        Some((position, view.queued.max(position)))
+        if prequeue {
+            return Some((None, view.queued));
+        }
+        let admitted_since = view.admitted_total.saturating_sub(seen.admitted_total);
+        let position = seen.position.saturating_sub(admitted_since).max(1);
+        Some((Some(position), view.queued.max(position)))
     }
 
     fn sighting(&self, position: u64) -> Sighting {
@@ -315,7 +400,11 @@ impl Gate {
                 self.holder(pass, &settings, req).await
             }
             Some(Token::Ticket(ticket)) => self.waiter(ticket, &settings, req).await,
-            _ => self.newcomer(new_visitor_id(), None, &settings, req).await,
+            _ => {
+                let now = self.clock.now_ms();
+                self.newcomer(new_visitor_id(), None, now, &settings, req)
+                    .await
+            }
         }
     }
 
@@ -341,7 +430,11 @@ impl Gate {
                     set_cookie = self.pass_cookie(&renewed);
                 }
                 // The store ended this session (expired, or revoked elsewhere): start over.
-                Ok(None) => return self.newcomer(new_visitor_id(), None, settings, req).await,
+                Ok(None) => {
+                    return self
+                        .newcomer(new_visitor_id(), None, now, settings, req)
+                        .await;
+                }
                 // The pass verified locally: a store outage must not throw admitted visitors out.
                 Err(_) => {}
             }
@@ -366,23 +459,23 @@ impl Gate {
                 // The room was switched to passthrough while this visitor waited.
                 let left = self.store.leave_queue(&ticket.id).await;
                 self.note_store(&left);
-                return self.newcomer(ticket.id, None, settings, req).await;
+                let now = self.clock.now_ms();
+                return self.newcomer(ticket.id, None, now, settings, req).await;
             }
-            QueueingMethod::Fifo | QueueingMethod::Random => {}
+            QueueingMethod::Fifo | QueueingMethod::Random | QueueingMethod::Lottery => {}
         }
         if let Some((position, queued)) = self.estimated_position(&ticket, settings) {
-            return self.waiting(settings, req, ticket, Some(position), queued);
+            return self.waiting(settings, req, ticket, position, queued);
         }
         let polled = self.store.poll(&ticket.id, &settings.limits()).await;
         self.note_store(&polled);
         match polled {
             Ok(PollOutcome::Admitted {
                 expires_at,
-                waited_ms,
+                called_at,
             }) => {
-                if let Some(waited) = waited_ms {
-                    self.metrics.wait_seconds.observe(waited as f64 / 1000.0);
-                    self.metrics.admitted.inc();
+                if let Some(called_at) = called_at {
+                    self.claimed(&ticket, called_at);
                 }
                 self.admitted(&ticket.id, &ticket.epoch, expires_at)
             }
@@ -398,7 +491,9 @@ impl Gate {
                     place: ticket.place,
                     epoch: ticket.epoch.clone(),
                 };
-                self.newcomer(ticket.id, Some(restore), settings, req).await
+                let arrived_at = ticket.arrived_at;
+                self.newcomer(ticket.id, Some(restore), arrived_at, settings, req)
+                    .await
             }
             Err(_) => match self.on_store_error {
                 OnStoreError::Open => Verdict::forward(Outcome::Unprotected),
@@ -413,6 +508,7 @@ impl Gate {
         &self,
         id: String,
         restore: Option<TicketPlace>,
+        arrived_at: Millis,
         settings: &RoomSettings,
         req: &RequestView<'_>,
     ) -> Verdict {
@@ -430,7 +526,7 @@ impl Gate {
                     Err(_) => Verdict::forward(Outcome::Unprotected),
                 };
             }
-            QueueingMethod::Fifo | QueueingMethod::Random => {}
+            QueueingMethod::Fifo | QueueingMethod::Random | QueueingMethod::Lottery => {}
         }
         // While a line waits (as of the loop's last look) a direct admission would be refused:
         // skip the store call and join. The store still decides atomically when the view is
@@ -445,7 +541,9 @@ impl Gate {
                     return self.admitted(&id, &self.epoch().await, expires_at);
                 }
                 Ok(None) => {}
-                Err(_) => return self.store_unreachable(id, restore, settings, req),
+                Err(_) => {
+                    return self.store_unreachable(id, restore, arrived_at, settings, req);
+                }
             }
         }
         // A returning ticket is no new place: only new ones count against the address.
@@ -453,7 +551,7 @@ impl Gate {
             match self.claim_ticket(&id, settings, req).await {
                 Ok(None) => {}
                 Ok(Some(refused)) => return refused,
-                Err(_) => return self.store_unreachable(id, restore, settings, req),
+                Err(_) => return self.store_unreachable(id, restore, arrived_at, settings, req),
             }
         }
         let joined = self.store.join(&id, restore.as_ref(), &limits).await;
@@ -465,6 +563,7 @@ impl Gate {
                     id,
                     place: joined.place,
                     epoch: joined.epoch,
+                    arrived_at,
                     initial_position: restore
                         .as_ref()
                         .map_or(joined.position, |_| joined.position.max(1)),
@@ -473,7 +572,7 @@ impl Gate {
                 };
                 self.waiting(settings, req, ticket, Some(joined.position), joined.queued)
             }
-            Err(_) => self.store_unreachable(id, restore, settings, req),
+            Err(_) => self.store_unreachable(id, restore, arrived_at, settings, req),
         }
     }
 
@@ -569,6 +668,7 @@ impl Gate {
         &self,
         id: String,
         restore: Option<TicketPlace>,
+        arrived_at: Millis,
         settings: &RoomSettings,
         req: &RequestView<'_>,
     ) -> Verdict {
@@ -581,12 +681,34 @@ impl Gate {
                     id,
                     place: restore.map_or(self.clock.now_ms().saturating_mul(1000), |r| r.place),
                     epoch: "offline".into(),
+                    arrived_at,
                     initial_position: 0,
                     seen: Sighting::default(),
                     expires_at: 0,
                 };
                 self.waiting(settings, req, ticket, None, 0)
             }
+        }
+    }
+
+    /// A waiting visitor claims its admission: its wait, and where it came in the admission
+    /// order against its arrival.
+    fn claimed(&self, ticket: &Ticket, called_at: Millis) {
+        self.metrics.admitted.inc();
+        // Tickets from before `arrived_at` existed carry their arrival in their place.
+        let arrived_at = if ticket.arrived_at > 0 {
+            ticket.arrived_at
+        } else {
+            ticket.place / 1000
+        };
+        let waited = (self.clock.now_ms() - arrived_at).max(0);
+        self.metrics.wait_seconds.observe(waited as f64 / 1000.0);
+        let mut window = self.fairness.lock().unwrap_or_else(|p| p.into_inner());
+        let compared = window.record(arrived_at, called_at);
+        self.metrics.order_inversions.inc_by(compared.inversions);
+        self.metrics.order_pairs.inc_by(compared.pairs);
+        if let Some(tau) = window.tau_every(TAU_EVERY) {
+            self.metrics.order_tau.set(tau);
         }
     }
 
@@ -612,7 +734,7 @@ impl Gate {
         position: Option<u64>,
         queued: u64,
     ) -> WaitEstimate {
-        if settings.queue_all {
+        if settings.queue_all || settings.prequeueing() {
             return WaitEstimate::Unknown;
         }
         match (settings.queueing_method, position) {
@@ -659,10 +781,13 @@ impl Gate {
             estimate,
         };
         let body = StatusBody::new(settings, standing, now);
+        // In a pre-queue a place means nothing until the start (and a shuffled one is drawn).
         let shown_position = match settings.queueing_method {
             QueueingMethod::Random => None,
+            _ if settings.prequeueing() => None,
             _ => position,
         };
+        let event = settings.event.as_ref();
         let mut reply = self.page(settings, req, &body, shown_position, |locale| {
             page::render_waiting(&WaitingView {
                 branding: &self.branding,
@@ -675,6 +800,13 @@ impl Gate {
                 last_updated: rfc3339_ms(now),
                 refresh_interval_seconds: refresh,
                 status_url: STATUS_PATH,
+                countdown: event.filter(|_| settings.prequeueing()).map(|e| Countdown {
+                    starts_at: e.times.start_ms,
+                    now,
+                    shuffled: e.shuffle_at_event_start,
+                }),
+                heading: event.and_then(|e| e.heading.as_deref()),
+                message: event.and_then(|e| e.message.as_deref()),
             })
         });
         reply = reply.with_header("refresh", refresh.to_string());
@@ -818,7 +950,7 @@ impl Gate {
             Some(Token::Pass(p)) if !self.store.is_revoked(&p.id) => Standing::Admitted,
             Some(Token::Ticket(t)) => {
                 if let Some((position, queued)) = self.estimated_position(&t, &settings) {
-                    return (self.status_body(&settings, Some(position), queued), false);
+                    return (self.status_body(&settings, position, queued), false);
                 }
                 let polled = self.store.poll(&t.id, &settings.limits()).await;
                 self.note_store(&polled);
@@ -826,10 +958,9 @@ impl Gate {
                     Ok(PollOutcome::Waiting { position, queued }) => {
                         return (self.status_body(&settings, Some(position), queued), false);
                     }
-                    Ok(PollOutcome::Admitted { waited_ms, .. }) => {
-                        if let Some(waited) = waited_ms {
-                            self.metrics.wait_seconds.observe(waited as f64 / 1000.0);
-                            self.metrics.admitted.inc();
+                    Ok(PollOutcome::Admitted { called_at, .. }) => {
+                        if let Some(called_at) = called_at {
+                            self.claimed(&t, called_at);
                         }
                         Standing::Admitted
                     }
@@ -865,10 +996,20 @@ impl Gate {
     }
 }
 
-/// Staff, monitoring and offices skip the room by address, header or cookie (not counted).
+/// Staff, monitoring, offices and verified search crawlers skip the room by address, header or
+/// cookie (not counted).
 fn bypassed(settings: &RoomSettings, req: &RequestView<'_>) -> bool {
-    req.client_ip
-        .is_some_and(|ip| settings.bypass_ips.iter().any(|c| c.contains(ip)))
+    let crawler = || {
+        let user_agent = req
+            .headers
+            .and_then(|h| h.get(http::header::USER_AGENT))
+            .and_then(|v| v.to_str().ok());
+        crawler::verified(user_agent, req.client_ip, &settings.crawler_ranges).is_some()
+    };
+    (settings.bypass_verified_crawlers && crawler())
+        || req
+            .client_ip
+            .is_some_and(|ip| settings.bypass_ips.iter().any(|c| c.contains(ip)))
         || req
             .headers
             .is_some_and(|h| settings.bypass_headers.iter().any(|r| r.matches(h)))

@@ -11,6 +11,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod core;
+pub mod crawler;
 pub mod custom_page;
 pub mod demo_shop;
 pub mod export;

@@ -2,7 +2,7 @@
 //! series labelled with the room id.
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    Encoder, Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
     TextEncoder,
 };
 
@@ -68,6 +68,10 @@ pub const NAMES: &[&str] = &[
     "waitroom_store_errors_total",
     "waitroom_store_up",
     "waitroom_leader",
+    "waitroom_prequeueing",
+    "waitroom_order_inversions_total",
+    "waitroom_order_pairs_total",
+    "waitroom_order_tau",
 ];
 
 /// The histograms among `NAMES`.
@@ -97,6 +101,10 @@ pub struct Metrics {
     pub store_errors: IntCounter,
     pub store_up: IntGauge,
     pub leader: IntGauge,
+    pub prequeueing: IntGauge,
+    pub order_inversions: IntCounter,
+    pub order_pairs: IntCounter,
+    pub order_tau: Gauge,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -155,6 +163,12 @@ impl Metrics {
             ]),
         ));
         must(registry.register(Box::new(origin_seconds.clone())));
+        let order_tau = must(Gauge::new(
+            "waitroom_order_tau",
+            "Kendall's tau between arrival and admission order over this instance's last 1000 \
+             admissions: 1 in arrival order (fifo), near 0 for a lottery or a shuffled pre-queue",
+        ));
+        must(registry.register(Box::new(order_tau.clone())));
         Self {
             occupancy: gauge(
                 "waitroom_occupancy",
@@ -224,6 +238,20 @@ impl Metrics {
                 "waitroom_leader",
                 "1 when this instance holds the admission leadership",
             ),
+            prequeueing: gauge(
+                "waitroom_prequeueing",
+                "1 while an event's pre-queue is open (everyone queues, nobody is admitted)",
+            ),
+            order_inversions: counter(
+                "waitroom_order_inversions_total",
+                "Pairs of admissions (this instance, each against its last 1000) admitted in the \
+                 opposite order of their arrival",
+            ),
+            order_pairs: counter(
+                "waitroom_order_pairs_total",
+                "Pairs of admissions compared for order_inversions",
+            ),
+            order_tau,
             registry,
         }
     }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use askama::Template;
 
+use crate::clock::{Millis, rfc3339_ms};
 use crate::core::estimate::WaitEstimate;
 use crate::locale::{Locale, PageLanguage, Texts};
 
@@ -54,6 +55,41 @@ pub struct WaitingView<'a> {
     pub refresh_interval_seconds: u64,
     /// JSON endpoint the script polls, e.g. "/__waitroom/status".
     pub status_url: &'a str,
+    /// While an event's pre-queue is open: the countdown to its start.
+    pub countdown: Option<Countdown>,
+    /// The governing event's own heading and message, in place of the room's.
+    pub heading: Option<&'a str>,
+    pub message: Option<&'a str>,
+}
+
+/// The countdown to an event's start on the waiting page.
+#[derive(Debug, Clone, Copy)]
+pub struct Countdown {
+    pub starts_at: Millis,
+    pub now: Millis,
+    /// The pre-queue is shuffled at the start: arriving early gives no edge.
+    pub shuffled: bool,
+}
+
+/// "1:05:09" or "4:59": language-neutral, and what the script writes as it counts down.
+fn clock_text(ms: Millis) -> String {
+    let s = (ms.max(0) as u64).div_ceil(1000);
+    let (h, m, s) = (s / 3600, (s % 3600) / 60, s % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
+/// What the template shows of a countdown.
+struct CountdownText {
+    starts_at: String,
+    /// Shown under the countdown when an operator's message took the lead.
+    /// The server's time, so the script counts down on the server's clock, not the device's.
+    now: Millis,
+    left: String,
+    note: Option<&'static str>,
 }
 
 /// The "reject" page: the room is closed or sold out.
@@ -86,10 +122,32 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
     let sub_text = match view.position {
         Some(_) if view.queued == 0 => String::new(),
         Some(_) => locale.count(view.queued, t.total_one, t.total_other),
+        // A pre-queue shows no place yet: the countdown's note says why.
+        None if view.countdown.is_some() => String::new(),
         None => t.random_note.to_owned(),
     };
     let wait_text = locale.wait_text(&view.estimate);
-    let heading = b.heading.as_deref().unwrap_or(t.heading);
+    let heading = view.heading.or(b.heading.as_deref()).unwrap_or(t.heading);
+    let prequeue_note = view.countdown.map(|c| {
+        if c.shuffled {
+            t.prequeue_shuffle_note
+        } else {
+            t.prequeue_note
+        }
+    });
+    // Before a drop "very busy right now" is not true yet: the pre-queue's own note leads, unless
+    // the operator wrote a message, which the note then follows.
+    let message = view.message.or(b.message.as_deref());
+    let countdown = view.countdown.map(|c| CountdownText {
+        starts_at: rfc3339_ms(c.starts_at),
+        now: c.now,
+        left: clock_text(c.starts_at - c.now),
+        note: if message.is_some() {
+            prequeue_note
+        } else {
+            None
+        },
+    });
     let progress = progress_percent(view.position, view.initial_position);
     WaitingPage {
         b,
@@ -98,9 +156,10 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
         i18n: locale.script_texts_json(),
         theme: theme_for(b),
         heading,
-        message: b.message.as_deref().unwrap_or(t.message),
+        message: message.or(prequeue_note).unwrap_or(t.message),
         footer: t.footer.replace("{room}", view.room_name),
         status_url: view.status_url,
+        countdown,
         refresh: view.refresh_interval_seconds.max(1),
         initial: view
             .initial_position
@@ -174,6 +233,7 @@ struct WaitingPage<'a> {
     message: &'a str,
     footer: String,
     status_url: &'a str,
+    countdown: Option<CountdownText>,
     refresh: u64,
     initial: String,
     title_prefix: String,
@@ -431,6 +491,9 @@ mod tests {
             last_updated: "2026-11-29T20:01:02.000Z".into(),
             refresh_interval_seconds: 20,
             status_url: "/__waitroom/status",
+            countdown: None,
+            heading: None,
+            message: None,
         }
     }
 
@@ -800,5 +863,31 @@ mod tests {
         let t = Theme::new(&branding());
         assert_eq!(t.on_primary, "#ffffff");
         assert!(get(&t.primary).contrast(WHITE) >= MIN_TEXT_CONTRAST);
+    }
+
+    #[test]
+    fn a_prequeue_shows_the_countdown_and_the_event_texts() {
+        let b = branding();
+        let html = render_waiting(&WaitingView {
+            position: None,
+            countdown: Some(Countdown {
+                starts_at: 1_796_119_200_000,
+                now: 1_796_119_200_000 - 3_909_000,
+                shuffled: true,
+            }),
+            heading: Some("Air Max drop"),
+            message: Some("Opens at <10:00>"),
+            ..waiting(&b)
+        })
+        .unwrap_or_default();
+        assert!(html.contains("<h1>Air Max drop</h1>"), "{html}");
+        assert!(!html.contains("<10:00>"), "{html}");
+        assert!(html.contains(">1:05:09<"));
+        assert!(html.contains("datetime=\"2026-12-01T10:00:00.000Z\""));
+        assert!(html.contains(Locale::EnUs.texts().prequeue_shuffle_note));
+        let plain = render_waiting(&waiting(&b)).unwrap_or_default();
+        assert!(!plain.contains("id=\"wr-countdown\""));
+        assert_eq!(clock_text(59_001), "1:00");
+        assert_eq!(clock_text(0), "0:00");
     }
 }

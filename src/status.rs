@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::clock::{Millis, rfc3339_ms};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::estimate::{WaitEstimate, minutes_ceil};
+use crate::core::schedule::Phase;
 use crate::locale::Locale;
 
 #[derive(Debug, Serialize)]
@@ -49,6 +50,19 @@ pub struct WaitroomExtras {
     pub queued: u64,
     pub admitted: bool,
     pub eta_seconds: Option<u64>,
+    /// The scheduled event governing the room, for an exact countdown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<EventExtras>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventExtras {
+    pub name: String,
+    /// "prequeue" or "running".
+    pub phase: &'static str,
+    pub starts_at: String,
+    pub ends_at: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -83,9 +97,10 @@ pub fn wait_text(estimate: &WaitEstimate) -> String {
 
 impl StatusBody {
     /// What a visitor would notice changing: everything but the time stamp.
-    pub fn fingerprint(&self) -> (bool, bool, u64, Option<u64>, u64, bool, Option<u64>) {
+    pub fn fingerprint(&self) -> (bool, bool, bool, u64, Option<u64>, u64, bool, Option<u64>) {
         (
             self.cf.in_waiting_room,
+            self.cf.is_event_prequeueing,
             self.cf.is_reject_queue,
             self.cf.wait_time,
             self.waitroom.position,
@@ -112,6 +127,19 @@ impl StatusBody {
             }
             _ => (0, 0, 0),
         };
+        let event = settings.event.as_ref();
+        let prequeueing = event.is_some_and(|e| e.phase == Phase::Prequeue);
+        let until = |at: Millis| u64::try_from((at - now).max(0)).unwrap_or(0).div_ceil(1000);
+        // A place in a pre-queue means nothing until the start (a shuffled one is drawn).
+        let position = position.filter(|_| !prequeueing);
+        let to_start = prequeueing.then(|| until(event.map_or(now, |e| e.times.start_ms)));
+        let to_end = event.map(|e| until(e.times.end_ms));
+        let minutes_text = |seconds: Option<u64>| {
+            seconds.map_or_else(
+                || UNAVAILABLE.to_owned(),
+                |seconds| wait_text(&WaitEstimate::Exact { seconds }),
+            )
+        };
         let refresh = if method == QueueingMethod::Reject {
             0
         } else {
@@ -135,19 +163,28 @@ impl StatusBody {
                 is_random_queue: method == QueueingMethod::Random,
                 is_passthrough_queue: method == QueueingMethod::Passthrough,
                 is_reject_queue: method == QueueingMethod::Reject,
-                is_event_active: false,
-                is_event_prequeueing: false,
-                time_until_event_start: 0,
-                time_until_event_start_formatted: UNAVAILABLE.into(),
-                time_until_event_end: 0,
-                time_until_event_end_formatted: UNAVAILABLE.into(),
-                shuffle_at_event_start: false,
+                is_event_active: event.is_some(),
+                is_event_prequeueing: prequeueing,
+                time_until_event_start: to_start.map_or(0, minutes_ceil),
+                time_until_event_start_formatted: minutes_text(to_start),
+                time_until_event_end: to_end.map_or(0, minutes_ceil),
+                time_until_event_end_formatted: minutes_text(to_end),
+                shuffle_at_event_start: event.is_some_and(|e| e.shuffle_at_event_start),
             },
             waitroom: WaitroomExtras {
                 position,
                 queued,
                 admitted: matches!(standing, Standing::Admitted),
                 eta_seconds: estimate.seconds(),
+                event: event.map(|e| EventExtras {
+                    name: e.name.clone(),
+                    phase: match e.phase {
+                        Phase::Prequeue => "prequeue",
+                        Phase::Running => "running",
+                    },
+                    starts_at: rfc3339_ms(e.times.start_ms),
+                    ends_at: rfc3339_ms(e.times.end_ms),
+                }),
             },
         }
     }

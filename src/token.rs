@@ -17,6 +17,9 @@ pub struct Ticket {
     pub id: String,
     pub place: Place,
     pub epoch: String,
+    /// When the visitor first joined: its wait, and the arrival order fairness is measured
+    /// against (a drawn place says nothing about arrival).
+    pub arrived_at: Millis,
     /// Position when the visitor joined, for the progress bar.
     pub initial_position: u64,
     /// The last exact look-up: position, the room's admissions so far, and when. Polls in
@@ -59,6 +62,8 @@ struct Claims {
     xms: Millis,
     #[serde(default, skip_serializing_if = "is_zero")]
     pl: Place,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    arr: Millis,
     #[serde(default, skip_serializing_if = "is_zero")]
     p0: i64,
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -118,6 +123,7 @@ impl Signer {
             exp: t.expires_at.div_euclid(1000),
             xms: t.expires_at,
             pl: t.place,
+            arr: t.arrived_at,
             p0: i64::try_from(t.initial_position).unwrap_or(i64::MAX),
             sp: i64::try_from(t.seen.position).unwrap_or(i64::MAX),
             sa: i64::try_from(t.seen.admitted_total).unwrap_or(i64::MAX),
@@ -136,6 +142,7 @@ impl Signer {
             exp: p.expires_at.div_euclid(1000),
             xms: p.expires_at,
             pl: 0,
+            arr: 0,
             p0: 0,
             sp: 0,
             sa: 0,
@@ -162,6 +169,7 @@ impl Signer {
                 id: claims.sub,
                 place: claims.pl,
                 epoch: claims.ep,
+                arrived_at: claims.arr,
                 initial_position: u64::try_from(claims.p0).unwrap_or(0),
                 seen: Sighting {
                     position: u64::try_from(claims.sp).unwrap_or(0),
@@ -214,6 +222,7 @@ mod tests {
             id: "v2".into(),
             place: 1_700_000_000_000_123,
             epoch: "e".into(),
+            arrived_at: 1_700_000_000_000,
             initial_position: 42,
             seen: Sighting {
                 position: 40,

@@ -1,6 +1,8 @@
 //! The stable file format: what operators write in drop.toml. Unknown keys are errors, so a typo
 //! never passes silently. Turned into the validated model by `model::Config::from_file`.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -135,8 +137,58 @@ pub struct RoomSection {
     /// Cookies whose presence skips the room (a staff session).
     #[serde(default)]
     pub bypass_cookies: Vec<String>,
+    /// Search-engine crawlers skip the room, uncounted, when both their User-Agent and their
+    /// address say so (Cloudflare's search_engine_crawler_bypass).
+    #[serde(default)]
+    pub bypass_verified_crawlers: bool,
+    /// More published ranges per crawler ("googlebot", "bingbot") beside the built-in ones.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub crawler_ranges: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     pub enabled_origin_commands: Vec<String>,
+    /// `queueing_method = "lottery"`: arrivals within each window of this length are shuffled
+    /// among themselves.
+    #[serde(default = "defaults::lottery_window")]
+    pub lottery_window: String,
+    /// Scheduled drops; `[[room.events]]` in the file, /admin/events live.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventSection>,
+}
+
+/// One scheduled event (Cloudflare's waiting room event, same names). Times are RFC 3339.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventSection {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// From then on every new visitor queues, and nobody is admitted until the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prequeue_start_time: Option<String>,
+    pub event_start_time: String,
+    pub event_end_time: String,
+    /// The pre-queue is put in random order at the start (the lottery); needs a pre-queue.
+    #[serde(default)]
+    pub shuffle_at_event_start: bool,
+    /// A suspended event is ignored: the room's own settings apply.
+    #[serde(default)]
+    pub suspended: bool,
+    /// With `new_users_per_minute`: the event's own limits (both or neither).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_active_users: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_users_per_minute: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_duration: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_session_renewal: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queueing_method: Option<String>,
+    /// The waiting page's heading and message while the event governs the room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heading: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -325,6 +377,9 @@ mod defaults {
     }
     pub fn abandon_after() -> String {
         "5m".into()
+    }
+    pub fn lottery_window() -> String {
+        "30s".into()
     }
     pub fn admission_interval() -> String {
         "200ms".into()

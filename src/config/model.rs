@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::Cidr;
-use crate::config::file::{ConfigFile, PageSection, RateLimitSection, RoomSection};
+use crate::clock::{Millis, parse_rfc3339};
+use crate::config::file::{ConfigFile, EventSection, PageSection, RateLimitSection, RoomSection};
 use crate::core::ip_limit::IpLimits;
-use crate::core::room::{Limits, Pick};
+use crate::core::room::{Limits, Pick, Placing};
+use crate::core::schedule::{self, EventTimes, Phase};
 use crate::custom_page::CustomPage;
 use crate::locale::PageLanguage;
 use crate::page::Branding;
@@ -48,6 +50,8 @@ pub const PID_FILE_NAME: &str = "waitroom.pid";
 pub enum QueueingMethod {
     Fifo,
     Random,
+    /// Ours, not Cloudflare's: arrivals within each `lottery_window` are shuffled.
+    Lottery,
     Passthrough,
     Reject,
 }
@@ -57,10 +61,134 @@ impl QueueingMethod {
         match self {
             QueueingMethod::Fifo => "fifo",
             QueueingMethod::Random => "random",
+            QueueingMethod::Lottery => "lottery",
             QueueingMethod::Passthrough => "passthrough",
             QueueingMethod::Reject => "reject",
         }
     }
+
+    fn parse(key: &str, text: &str) -> Result<Self, ConfigError> {
+        Ok(match text {
+            "fifo" => QueueingMethod::Fifo,
+            "random" => QueueingMethod::Random,
+            "lottery" => QueueingMethod::Lottery,
+            "passthrough" => QueueingMethod::Passthrough,
+            "reject" => QueueingMethod::Reject,
+            other => {
+                return Err(invalid(
+                    key,
+                    format!("{other:?} is not one of fifo, random, lottery, passthrough, reject"),
+                ));
+            }
+        })
+    }
+
+    /// Visitors wait in a line (as opposed to passing through or being turned away).
+    pub fn queues(self) -> bool {
+        matches!(
+            self,
+            QueueingMethod::Fifo | QueueingMethod::Random | QueueingMethod::Lottery
+        )
+    }
+}
+
+/// A scheduled event, validated.
+#[derive(Debug, Clone)]
+pub struct RoomEvent {
+    pub name: String,
+    pub times: EventTimes,
+    pub shuffle_at_event_start: bool,
+    pub suspended: bool,
+    /// total_active_users and new_users_per_minute, set together.
+    pub limits: Option<(u64, u64)>,
+    pub session_duration: Option<Duration>,
+    pub disable_session_renewal: Option<bool>,
+    pub queueing_method: Option<QueueingMethod>,
+    pub heading: Option<String>,
+    pub message: Option<String>,
+}
+
+impl RoomEvent {
+    fn from_section(i: usize, e: &EventSection) -> Result<Self, ConfigError> {
+        let key = |k: &str| format!("room.events[{i}].{k}");
+        let name = e.name.trim();
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        {
+            return Err(invalid(
+                &key("name"),
+                format!(
+                    "{:?} is not a name of 1-64 letters, digits, '-', '_' or '.'",
+                    e.name
+                ),
+            ));
+        }
+        let time = |k: &str, text: &str| parse_rfc3339(text).map_err(|e| invalid(&key(k), e));
+        let times = EventTimes {
+            prequeue_ms: e
+                .prequeue_start_time
+                .as_deref()
+                .map(|t| time("prequeue_start_time", t))
+                .transpose()?,
+            start_ms: time("event_start_time", &e.event_start_time)?,
+            end_ms: time("event_end_time", &e.event_end_time)?,
+        };
+        if e.shuffle_at_event_start && times.prequeue_ms.is_none() {
+            return Err(invalid(
+                &key("shuffle_at_event_start"),
+                "needs a prequeue_start_time: only a pre-queue is shuffled",
+            ));
+        }
+        let limits = match (e.total_active_users, e.new_users_per_minute) {
+            (None, None) => None,
+            (Some(0), _) => return Err(invalid(&key("total_active_users"), "must be at least 1")),
+            (_, Some(0)) => {
+                return Err(invalid(&key("new_users_per_minute"), "must be at least 1"));
+            }
+            (Some(users), Some(rate)) => Some((users, rate)),
+            _ => {
+                return Err(invalid(
+                    &key("total_active_users"),
+                    "total_active_users and new_users_per_minute are overridden together",
+                ));
+            }
+        };
+        let queueing_method = e
+            .queueing_method
+            .as_deref()
+            .map(|m| QueueingMethod::parse(&key("queueing_method"), m))
+            .transpose()?;
+        Ok(Self {
+            name: name.to_owned(),
+            times,
+            shuffle_at_event_start: e.shuffle_at_event_start,
+            suspended: e.suspended,
+            limits,
+            session_duration: e
+                .session_duration
+                .as_deref()
+                .map(|d| duration(&key("session_duration"), d))
+                .transpose()?,
+            disable_session_renewal: e.disable_session_renewal,
+            queueing_method,
+            heading: e.heading.clone(),
+            message: e.message.clone(),
+        })
+    }
+}
+
+/// The event governing the room now, as the page, the JSON and the admission need it.
+#[derive(Debug, Clone)]
+pub struct EventNow {
+    pub name: String,
+    pub phase: Phase,
+    pub times: EventTimes,
+    pub shuffle_at_event_start: bool,
+    pub heading: Option<String>,
+    pub message: Option<String>,
 }
 
 /// The room's live settings: replaced whole when the admin API or the store changes them.
@@ -84,7 +212,14 @@ pub struct RoomSettings {
     pub bypass_ips: Vec<Cidr>,
     pub bypass_headers: Vec<HeaderRule>,
     pub bypass_cookies: Vec<String>,
+    pub bypass_verified_crawlers: bool,
+    /// The operator's crawler ranges, by crawler name.
+    pub crawler_ranges: Vec<(String, Cidr)>,
     pub revoke_command_enabled: bool,
+    pub lottery_window: Duration,
+    pub events: Vec<RoomEvent>,
+    /// Set on the settings in effect at a moment (`at`): the event governing the room then.
+    pub event: Option<EventNow>,
     /// The file form these were made from, for patches and echoes.
     pub section: RoomSection,
 }
@@ -128,18 +263,7 @@ impl RoomSettings {
         if burst == 0 {
             return Err(invalid("room.burst", "must be at least 1"));
         }
-        let queueing_method = match s.queueing_method.as_str() {
-            "fifo" => QueueingMethod::Fifo,
-            "random" => QueueingMethod::Random,
-            "passthrough" => QueueingMethod::Passthrough,
-            "reject" => QueueingMethod::Reject,
-            other => {
-                return Err(invalid(
-                    "room.queueing_method",
-                    format!("{other:?} is not one of fifo, random, passthrough, reject"),
-                ));
-            }
-        };
+        let queueing_method = QueueingMethod::parse("room.queueing_method", &s.queueing_method)?;
         if ![200, 202, 429].contains(&s.queueing_status_code) {
             return Err(invalid(
                 "room.queueing_status_code",
@@ -170,6 +294,26 @@ impl RoomSettings {
         }
         if s.name.trim().is_empty() {
             return Err(invalid("room.name", "cannot be empty"));
+        }
+        let events = s
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| RoomEvent::from_section(i, e))
+            .collect::<Result<Vec<_>, _>>()?;
+        let times: Vec<EventTimes> = events.iter().map(|e| e.times).collect();
+        if let Err(e) = schedule::validate(&times) {
+            return Err(invalid(
+                &format!("room.events[{}]", e.event()),
+                e.to_string(),
+            ));
+        }
+        let mut names = std::collections::HashSet::new();
+        if let Some(twice) = events.iter().find(|e| !names.insert(e.name.as_str())) {
+            return Err(invalid(
+                "room.events",
+                format!("two events are named {:?}", twice.name),
+            ));
         }
         Ok(Self {
             name: s.name.clone(),
@@ -214,9 +358,56 @@ impl RoomSettings {
                     }
                 })
                 .collect::<Result<_, _>>()?,
+            bypass_verified_crawlers: s.bypass_verified_crawlers,
+            crawler_ranges: crawler_ranges(s)?,
             revoke_command_enabled,
+            lottery_window: duration("room.lottery_window", &s.lottery_window)?,
+            events,
+            event: None,
             section: s.clone(),
         })
+    }
+
+    /// The settings in effect at `now`: the room's own, or those of the event governing it (not
+    /// suspended), with its overrides. Also the moment they may next change.
+    pub fn at(&self, now: Millis) -> (RoomSettings, Millis) {
+        let live: Vec<&RoomEvent> = self.events.iter().filter(|e| !e.suspended).collect();
+        let times: Vec<EventTimes> = live.iter().map(|e| e.times).collect();
+        let mut effective = self.clone();
+        effective.event = None;
+        if let Some((i, phase)) = schedule::current(&times, now) {
+            let event = live[i];
+            if let Some((users, rate)) = event.limits {
+                effective.total_active_users = users;
+                effective.new_users_per_minute = rate;
+                effective.burst = rate;
+            }
+            if let Some(session) = event.session_duration {
+                effective.session_duration = session;
+            }
+            if let Some(disable) = event.disable_session_renewal {
+                effective.disable_session_renewal = disable;
+            }
+            if let Some(method) = event.queueing_method {
+                effective.queueing_method = method;
+            }
+            effective.event = Some(EventNow {
+                name: event.name.clone(),
+                phase,
+                times: event.times,
+                shuffle_at_event_start: event.shuffle_at_event_start,
+                heading: event.heading.clone(),
+                message: event.message.clone(),
+            });
+        }
+        (effective, schedule::next_change(&times, now))
+    }
+
+    /// The room is in an event's pre-queue: new visitors queue, nobody is admitted.
+    pub fn prequeueing(&self) -> bool {
+        self.event
+            .as_ref()
+            .is_some_and(|e| e.phase == Phase::Prequeue)
     }
 
     /// Applies a JSON object of [room] keys to these settings, validated like the file.
@@ -256,7 +447,48 @@ impl RoomSettings {
                 QueueingMethod::Random => Pick::Random,
                 _ => Pick::Fifo,
             },
-            admitting: !self.queue_all && self.queueing_method != QueueingMethod::Reject,
+            placing: self.placing(),
+            admitting: !self.queue_all
+                && self.queueing_method != QueueingMethod::Reject
+                && !self.prequeueing(),
+        }
+    }
+}
+
+fn crawler_ranges(s: &RoomSection) -> Result<Vec<(String, Cidr)>, ConfigError> {
+    let mut ranges = Vec::new();
+    for (name, list) in &s.crawler_ranges {
+        let key = format!("room.crawler_ranges.{name}");
+        if !crate::crawler::known(name) {
+            return Err(invalid(&key, "not a known crawler (googlebot, bingbot)"));
+        }
+        for range in list {
+            ranges.push((
+                name.clone(),
+                Cidr::parse(range).map_err(|e| invalid(&key, e))?,
+            ));
+        }
+    }
+    Ok(ranges)
+}
+
+impl RoomSettings {
+    fn placing(&self) -> Placing {
+        let shuffled = self.event.as_ref().and_then(|e| {
+            let from_ms = e.times.prequeue_ms?;
+            e.shuffle_at_event_start.then_some(Placing::DrawUntil {
+                from_ms,
+                until_ms: e.times.start_ms,
+            })
+        });
+        match shuffled {
+            // Passed on after the start too: the store decides by its own clock whether the
+            // pre-queue is over, so a proxy whose clock runs ahead cannot end it early.
+            Some(draw) => draw,
+            None if self.queueing_method == QueueingMethod::Lottery => Placing::Lottery {
+                window_ms: millis(self.lottery_window),
+            },
+            None => Placing::Arrival,
         }
     }
 }

@@ -3,6 +3,8 @@
 pub mod bucket;
 pub mod estimate;
 pub mod expiring;
+pub mod fairness;
 pub mod ip_limit;
 pub mod queue;
 pub mod room;
+pub mod schedule;

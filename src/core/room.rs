@@ -25,6 +25,44 @@ pub enum Pick {
     Random,
 }
 
+/// How a new arrival's place in line is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placing {
+    /// In order of arrival.
+    Arrival,
+    /// The lottery: arrivals within each window of this length are shuffled among themselves,
+    /// and the windows keep their order, so arriving a few milliseconds earlier gives no edge.
+    Lottery { window_ms: Millis },
+    /// An event's shuffled pre-queue: every arrival before `until_ms` draws a uniformly random
+    /// place between `from_ms` and `until_ms`, so at the start the pre-queue stands in random
+    /// order and later arrivals go behind it.
+    DrawUntil { from_ms: Millis, until_ms: Millis },
+}
+
+impl Placing {
+    /// The span of time whose places an arrival at `now` draws from; None: arrival order.
+    pub fn draw_span(self, now: Millis) -> Option<(Millis, Millis)> {
+        match self {
+            Placing::Arrival => None,
+            Placing::Lottery { window_ms } => {
+                let window_ms = window_ms.max(1);
+                let from = now - now.rem_euclid(window_ms);
+                Some((from, from + window_ms))
+            }
+            Placing::DrawUntil { from_ms, until_ms } => {
+                (now < until_ms).then_some((from_ms.min(now), until_ms))
+            }
+        }
+    }
+}
+
+/// The place drawn in a span with the random number `r`: uniform over the span's places (one per
+/// microsecond, like arrival places), so drawn and arrival places compare on one scale.
+pub fn drawn_place(from_ms: Millis, until_ms: Millis, r: u64) -> Place {
+    let span = u64::try_from((until_ms - from_ms).max(1)).unwrap_or(1) * 1000;
+    from_ms * 1000 + (r % span) as Place
+}
+
 /// The knobs an admission step obeys, taken from the live room settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
@@ -35,6 +73,7 @@ pub struct Limits {
     pub abandon_after_ms: Millis,
     pub claim_window_ms: Millis,
     pub pick: Pick,
+    pub placing: Placing,
     /// False under `queue_all` and `reject`: nobody new gets in.
     pub admitting: bool,
 }
@@ -52,11 +91,11 @@ pub enum PollOutcome {
         position: u64,
         queued: u64,
     },
-    /// The visitor holds a pass until `expires_at`. `waited_ms` is set on the poll that claimed
-    /// the admission, so the wait is recorded once.
+    /// The visitor holds a pass until `expires_at`. `called_at`, when the admission round called
+    /// it, is set on the poll that claimed the admission, so the admission is recorded once.
     Admitted {
         expires_at: Millis,
-        waited_ms: Option<Millis>,
+        called_at: Option<Millis>,
     },
     /// Not waiting, not called, no pass: abandoned, left, or lost with the store's data.
     Unknown,
@@ -188,7 +227,12 @@ impl RoomState {
         expires_at
     }
 
-    fn next_place(&mut self, now: Millis) -> Place {
+    fn next_place(&mut self, placing: Placing, now: Millis) -> Place {
+        if let Some((from, until)) = placing.draw_span(now) {
+            // Arrivals in order after the span go behind every place drawn in it.
+            self.last_place = self.last_place.max(until * 1000 - 1);
+            return drawn_place(from, until, self.rng.random());
+        }
         self.last_place = (self.last_place + 1).max(now.saturating_mul(1000));
         self.last_place
     }
@@ -213,7 +257,7 @@ impl RoomState {
                     self.last_place = self.last_place.max(place);
                     place
                 }
-                None => self.next_place(now),
+                None => self.next_place(limits.placing, now),
             };
             self.places.insert(id.to_owned(), place);
             self.queue.insert(place, id);
@@ -232,16 +276,16 @@ impl RoomState {
         if let Some(expires_at) = self.passes.get(id) {
             return PollOutcome::Admitted {
                 expires_at,
-                waited_ms: None,
+                called_at: None,
             };
         }
-        if self.called.remove(id).is_some() {
+        if let Some(claim_by) = self.called.remove(id) {
             let expires_at = now + limits.session_ms;
             self.passes.set(id, expires_at);
-            let waited_ms = self.places.remove(id).map(|place| now - place / 1000);
+            self.places.remove(id);
             return PollOutcome::Admitted {
                 expires_at,
-                waited_ms,
+                called_at: Some(claim_by - limits.claim_window_ms),
             };
         }
         match self.position_of(id) {
@@ -356,7 +400,8 @@ impl RoomState {
             let Some((_, id)) = self.queue.nth(k).cloned() else {
                 break;
             };
-            // The place stays recorded until the claim, to measure the wait.
+            // The place stays recorded until the claim: a called visitor joining again keeps
+            // its call instead of taking a second place.
             let place = self.places.get(&id).copied();
             self.remove_waiting(&id);
             if let Some(place) = place {
@@ -400,6 +445,7 @@ mod tests {
             abandon_after_ms: 300_000,
             claim_window_ms: 40_000,
             pick: Pick::Fifo,
+            placing: Placing::Arrival,
             admitting: true,
         }
     }
@@ -439,10 +485,10 @@ mod tests {
         match r.poll("a", &l, 20) {
             PollOutcome::Admitted {
                 expires_at,
-                waited_ms,
+                called_at,
             } => {
                 assert_eq!(expires_at, 60_020);
-                assert_eq!(waited_ms, Some(20));
+                assert_eq!(called_at, Some(10));
             }
             other => panic!("expected admission, got {other:?}"),
         }
@@ -587,6 +633,79 @@ mod tests {
         for count in first_pick {
             assert!((850..=1150).contains(&count), "{first_pick:?}");
         }
+    }
+
+    /// The order rounds call the waiting in (FIFO pick: the queue's order).
+    fn call_order(r: &RoomState) -> Vec<String> {
+        (0..r.queue.len())
+            .filter_map(|k| r.queue.nth(k).map(|(_, id)| id.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_lottery_shuffles_within_each_window_and_keeps_windows_in_order() {
+        let l = Limits {
+            placing: Placing::Lottery { window_ms: 30_000 },
+            ..limits(1, 100)
+        };
+        let mut r = room();
+        // 3 windows of 150 arrivals, one every 200 ms.
+        let mut arrivals = Vec::new();
+        for k in 0..450 {
+            let id = format!("v{k:03}");
+            r.join(&id, None, &l, k * 200);
+            arrivals.push((id, k * 200));
+        }
+        let order = call_order(&r);
+        let called_at: HashMap<&str, Millis> = order
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.as_str(), i as Millis))
+            .collect();
+        for window in 0..3 {
+            let ids = &arrivals[window * 150..(window + 1) * 150];
+            let called: Vec<Millis> = ids.iter().map(|(id, _)| called_at[id.as_str()]).collect();
+            // Windows keep their order: everyone of this window is called after the one before.
+            assert!(called.iter().all(|&c| c >= window as Millis * 150));
+            assert!(called.iter().all(|&c| c < (window as Millis + 1) * 150));
+            let pairs: Vec<_> = ids.iter().map(|(_, at)| *at).zip(called).collect();
+            let tau = crate::core::fairness::kendall_tau(&pairs).unwrap_or(1.0);
+            // Independence gives a standard deviation of about 0.055 for 150 pairs.
+            assert!(tau.abs() < 0.2, "window {window}: tau {tau}");
+        }
+        // Back to arrival order: behind the whole last window.
+        r.join("late", None, &limits(1, 100), 450 * 200);
+        assert_eq!(call_order(&r).last().map(String::as_str), Some("late"));
+    }
+
+    #[test]
+    fn a_shuffled_prequeue_is_random_and_later_arrivals_go_behind() {
+        let (from_ms, until_ms) = (10_000, 70_000);
+        let l = Limits {
+            placing: Placing::DrawUntil { from_ms, until_ms },
+            ..limits(1, 100)
+        };
+        let mut r = room();
+        r.join("before-the-event", None, &limits(1, 100), 5_000);
+        for k in 0..200 {
+            r.join(&format!("p{k:03}"), None, &l, from_ms + k * 300);
+        }
+        // After the start the same placing gives arrival order.
+        r.join("after-1", None, &l, until_ms);
+        r.join("after-2", None, &l, until_ms + 1);
+        let order = call_order(&r);
+        assert_eq!(order.first().map(String::as_str), Some("before-the-event"));
+        assert_eq!(order[order.len() - 2..], ["after-1", "after-2"]);
+        let pairs: Vec<(Millis, Millis)> = order[1..201]
+            .iter()
+            .enumerate()
+            .map(|(called, id)| {
+                let k: Millis = id[1..].parse().unwrap_or_default();
+                (k, called as Millis)
+            })
+            .collect();
+        let tau = crate::core::fairness::kendall_tau(&pairs).unwrap_or(1.0);
+        assert!(tau.abs() < 0.2, "tau {tau}");
     }
 
     #[test]

@@ -703,11 +703,11 @@ impl Store for RedisStore {
             },
             2 => {
                 let expires_at = r.int()?;
-                let has_waited = r.flag()?;
-                let waited = r.int()?;
+                let claimed_now = r.flag()?;
+                let called_at = r.int()?;
                 PollOutcome::Admitted {
                     expires_at,
-                    waited_ms: has_waited.then_some(waited),
+                    called_at: claimed_now.then_some(called_at),
                 }
             }
             n => return Err(corrupt("poll", format!("outcome {n}"))),

@@ -3,7 +3,8 @@
 -- KEYS, the same twelve for every script, all in one hash slot ({room}):
 --   1 epoch    HASH  id, born, lost_at (set once a loss of the data was detected)
 --   2 queue    ZSET  id -> place (rank = position: place, then id, as the pure model orders)
---   3 places   HASH  id -> place of a called visitor, kept until the claim to measure the wait
+--   3 places   HASH  id -> place of a called visitor, kept until the claim (joining again
+--                    keeps the call)
 --                    (a waiting visitor's place is its score in the queue)
 --   4 beats    ZSET  id -> heartbeat deadline of a waiting visitor
 --   5 called   ZSET  id -> claim deadline
@@ -195,13 +196,5 @@ local function place_of(id)
     corrupt('place of ' .. id)
   end
   return place
-end
-
--- Integer division that truncates, as Rust's does.
-local function div1000(x)
-  if x >= 0 then
-    return math.floor(x / 1000)
-  end
-  return -math.floor(-x / 1000)
 end
 

@@ -1,20 +1,18 @@
 -- Store::poll. ARGV 12: id. Answers {epoch, 0} (unknown), {epoch, 1, position, queued}
--- (waiting) or {epoch, 2, expires_at, has_waited, waited_ms} (admitted).
+-- (waiting) or {epoch, 2, expires_at, claimed_now, called_at} (admitted).
 local id = ARGV[12]
 local l = limits()
 local expires = redis.call('ZSCORE', K_PASSES, id)
 if expires then
   return {epoch, 2, tonumber(expires), 0, 0}
 end
-if redis.call('ZREM', K_CALLED, id) == 1 then
+local claim_by = tonumber(redis.call('ZSCORE', K_CALLED, id))
+if claim_by then
+  redis.call('ZREM', K_CALLED, id)
+  redis.call('HDEL', K_PLACES, id)
   local expires_at = now + l.session_ms
   redis.call('ZADD', K_PASSES, int(expires_at), id)
-  local place = tonumber(redis.call('HGET', K_PLACES, id))
-  if place then
-    redis.call('HDEL', K_PLACES, id)
-    return {epoch, 2, expires_at, 1, now - div1000(place)}
-  end
-  return {epoch, 2, expires_at, 0, 0}
+  return {epoch, 2, expires_at, 1, claim_by - l.claim_window_ms}
 end
 local place = place_of(id)
 if place then
