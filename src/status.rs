@@ -2,6 +2,8 @@
 //! Cloudflare's order, so a client written for Cloudflare works unchanged; our extras sit beside
 //! it under `waitroom`.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::clock::{Millis, rfc3339_ms};
@@ -49,6 +51,26 @@ pub struct WaitroomExtras {
     pub queued: u64,
     pub admitted: bool,
     pub eta_seconds: Option<u64>,
+    /// Set while the visitor must pass a bot challenge before it gets a place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub challenge: Option<Challenge>,
+}
+
+/// What a page or an app needs to show the challenge and hand its token back.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Challenge {
+    /// "turnstile".
+    pub provider: &'static str,
+    pub site_key: String,
+    /// Cloudflare's turnstile_mode name.
+    pub mode: &'static str,
+    /// Where the token goes: POST, form-encoded, in the field `field`.
+    pub url: &'static str,
+    pub field: &'static str,
+    /// The ready widget for templates (`{{{turnstile}}}`); the JSON has the parts above.
+    #[serde(skip)]
+    pub widget: Arc<str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -148,6 +170,7 @@ impl StatusBody {
                 queued,
                 admitted: matches!(standing, Standing::Admitted),
                 eta_seconds: estimate.seconds(),
+                challenge: None,
             },
         }
     }
