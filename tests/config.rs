@@ -412,3 +412,33 @@ fn turnstile_defaults_follow_cloudflare_and_the_secret_comes_from_the_environmen
     let (_, warnings) = Config::parse(&local, &with_secrets(), false).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
 }
+
+#[test]
+fn the_turnstile_example_in_drop_toml_is_valid_and_names_every_key() {
+    let drop =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/drop.toml")).unwrap();
+    let (_, example) = drop.split_once("# [turnstile]\n").unwrap();
+    // The commented assignments of the section, uncommented.
+    let lines: Vec<&str> = example
+        .lines()
+        .filter_map(|l| l.strip_prefix("# "))
+        .filter(|l| {
+            l.split_once(" = ")
+                .is_some_and(|(key, _)| key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        })
+        .collect();
+    let text = format!("{}[turnstile]\n{}\n", minimal(""), lines.join("\n"));
+    let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+    assert!(config.turnstile.is_some());
+    let documented = waitroom::config::file::TurnstileSection::default();
+    let keys = serde_json::to_value(&documented).unwrap();
+    for key in ["site_key", "secret"]
+        .into_iter()
+        .chain(keys.as_object().unwrap().keys().map(String::as_str))
+    {
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!("{key} = "))),
+            "config/drop.toml does not show turnstile.{key}"
+        );
+    }
+}
