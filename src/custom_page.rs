@@ -236,8 +236,10 @@ pub struct PageVariables<'a> {
     time_until_event_start_hours: u64,
     #[ramhorns(rename = "timeUntilEventStartHourMinutes")]
     time_until_event_start_hour_minutes: u64,
-    /// The bot challenge widget (raw HTML, `{{{turnstile}}}`): empty, the proxy has no challenge.
-    turnstile: &'static str,
+    /// The bot challenge widget (raw HTML, `{{{turnstile}}}`): empty unless the visitor must pass
+    /// the challenge before it gets a place.
+    turnstile: &'a str,
+    /// Always false: a parked visitor's page must look like anyone's.
     #[ramhorns(rename = "infiniteQueue")]
     infinite_queue: bool,
     /// Ours: the exact place, None under random queueing (as on the built-in page).
@@ -279,7 +281,7 @@ impl<'a> PageVariables<'a> {
             wait_time_hour_minutes: cf.wait_time % 60,
             time_until_event_start_hours: cf.time_until_event_start / 60,
             time_until_event_start_hour_minutes: cf.time_until_event_start % 60,
-            turnstile: "",
+            turnstile: status.waitroom.challenge.as_ref().map_or("", |c| &c.widget),
             infinite_queue: false,
             position,
             queued: status.waitroom.queued,
@@ -369,6 +371,25 @@ mod tests {
         assert_eq!(
             page.render(&PageVariables::new(&unknown, None, "r")),
             "unknown|no place|every 20s|[]"
+        );
+    }
+
+    #[test]
+    fn turnstile_is_the_widget_only_while_a_challenge_is_due() {
+        let (page, _) = compile("[{{{turnstile}}}]{{^infiniteQueue}}.{{/infiniteQueue}}").unwrap();
+        let mut body = status(WaitEstimate::Unknown, 1);
+        assert_eq!(page.render(&PageVariables::new(&body, None, "r")), "[].");
+        body.waitroom.challenge = Some(crate::status::Challenge {
+            provider: "turnstile",
+            site_key: "k".into(),
+            mode: "invisible",
+            url: "/__waitroom/turnstile",
+            field: "cf-turnstile-response",
+            widget: "<div class=\"cf-turnstile\"></div>".into(),
+        });
+        assert_eq!(
+            page.render(&PageVariables::new(&body, None, "r")),
+            "[<div class=\"cf-turnstile\"></div>]."
         );
     }
 

@@ -10,7 +10,7 @@ use arc_swap::ArcSwap;
 
 use crate::client::limit_key;
 use crate::clock::{Millis, SharedClock, rfc3339_ms};
-use crate::config::model::{OnStoreError, PassConfig};
+use crate::config::model::{OnStoreError, OnUnreachable, PassConfig, TurnstileAction};
 use crate::config::{Config, QueueingMethod, RoomSettings};
 use crate::core::estimate::WaitEstimate;
 use crate::core::fairness::FairnessWindow;
@@ -19,13 +19,14 @@ use crate::core::room::PollOutcome;
 use crate::crawler;
 use crate::custom_page::{CustomPage, PageVariables};
 use crate::locale::{Locale, PageLanguage};
-use crate::metrics::{Metrics, Outcome};
-use crate::page::{self, Branding, ClosedView, Countdown, ErrorView, WaitingView};
+use crate::metrics::{ChallengeResult, Metrics, Outcome};
+use crate::page::{self, Branding, ChallengeView, ClosedView, Countdown, ErrorView, WaitingView};
 use crate::reply::Reply;
 use crate::route::Route;
 use crate::status::{Standing, StatusBody};
 use crate::store::{Store, StoreError, TicketPlace};
 use crate::token::{Pass, Sighting, SignError, Signer, Ticket, Token, new_visitor_id};
+use crate::turnstile::{self, PARKED_EPOCH, Turnstile, Verification};
 
 /// Paths under this prefix are the proxy's own and never reach the origin.
 pub const RESERVED_PREFIX: &str = "/__waitroom/";
@@ -47,6 +48,9 @@ pub struct RequestView<'a> {
     pub client_ip: Option<IpAddr>,
     /// Every request header, for the header bypass rules.
     pub headers: Option<&'a http::HeaderMap>,
+    /// The request carried a Turnstile answer the configured action lets through: its join is
+    /// not challenged again.
+    pub turnstile_passed: bool,
 }
 
 impl RequestView<'_> {
@@ -130,6 +134,8 @@ pub struct Gate {
     polled: Mutex<HashSet<String>>,
     /// This instance's last admissions, arrival against admission order.
     fairness: Mutex<FairnessWindow>,
+    /// `[turnstile]`: newcomers pass a challenge before they get a place.
+    turnstile: Option<Turnstile>,
 }
 
 /// Admissions kept for the fairness figures: tau over them costs O(n²) and is worked out again
@@ -189,7 +195,13 @@ impl Gate {
             view: ArcSwap::from_pointee(RoomView::default()),
             polled: Mutex::new(HashSet::new()),
             fairness: Mutex::new(FairnessWindow::new(FAIRNESS_WINDOW)),
+            turnstile: None,
         })
+    }
+
+    pub fn with_turnstile(mut self, turnstile: Turnstile) -> Self {
+        self.turnstile = Some(turnstile);
+        self
     }
 
     /// The settings in effect now (an event's overrides applied).
@@ -464,6 +476,10 @@ impl Gate {
             }
             QueueingMethod::Fifo | QueueingMethod::Random | QueueingMethod::Lottery => {}
         }
+        if ticket.epoch == PARKED_EPOCH {
+            let (position, queued) = self.parked_place(&ticket);
+            return self.waiting(settings, req, ticket, Some(position), queued);
+        }
         if let Some((position, queued)) = self.estimated_position(&ticket, settings) {
             return self.waiting(settings, req, ticket, position, queued);
         }
@@ -545,6 +561,14 @@ impl Gate {
                     return self.store_unreachable(id, restore, arrived_at, settings, req);
                 }
             }
+        }
+        // Cloudflare challenges on the waiting page only: a visitor let in at once never sees it,
+        // and a ticket whose place was lost passed it already.
+        if restore.is_none()
+            && !req.turnstile_passed
+            && let Some(turnstile) = &self.turnstile
+        {
+            return self.challenge(turnstile, settings, req);
         }
         // A returning ticket is no new place: only new ones count against the address.
         if restore.is_none() {
@@ -949,6 +973,10 @@ impl Gate {
         let standing = match self.token(req) {
             Some(Token::Pass(p)) if !self.store.is_revoked(&p.id) => Standing::Admitted,
             Some(Token::Ticket(t)) => {
+                if t.epoch == PARKED_EPOCH {
+                    let (position, queued) = self.parked_place(&t);
+                    return (self.status_body(&settings, Some(position), queued), false);
+                }
                 if let Some((position, queued)) = self.estimated_position(&t, &settings) {
                     return (self.status_body(&settings, position, queued), false);
                 }
@@ -981,7 +1009,13 @@ impl Gate {
             path: self.route.path.as_str(),
             ..*req
         };
-        match self.decide(&protected).await {
+        let verdict = self.decide(&protected).await;
+        self.status_reply(verdict)
+    }
+
+    /// A verdict as the JSON status: the answer itself, or "admitted" with the pass cookie.
+    fn status_reply(&self, verdict: Verdict) -> Reply {
+        match verdict {
             Verdict::Respond { reply, .. } => reply,
             Verdict::Forward { set_cookie, .. } => {
                 let body =
@@ -993,6 +1027,127 @@ impl Gate {
                 }
             }
         }
+    }
+}
+
+/// Turnstile: the challenge instead of a place, the answer to it, and parked visitors.
+impl Gate {
+    /// The waiting page (or JSON) with the widget and no place: nothing is stored for it.
+    fn challenge(
+        &self,
+        turnstile: &Turnstile,
+        settings: &RoomSettings,
+        req: &RequestView<'_>,
+    ) -> Verdict {
+        let queued = self.view.load().queued;
+        // No place yet, but what the back of the line waits is worth knowing.
+        let standing = Standing::Waiting {
+            position: None,
+            queued,
+            estimate: self.estimate(settings, Some(queued + 1), queued + 1),
+        };
+        let mut body = StatusBody::new(settings, standing, self.clock.now_ms());
+        let challenge = turnstile.challenge();
+        let widget = challenge.widget.clone();
+        body.waitroom.challenge = Some(challenge);
+        let reply = self.page(settings, req, &body, None, |locale| {
+            page::render_challenge(&ChallengeView {
+                branding: &self.branding,
+                locale,
+                room_name: &settings.name,
+                widget: &widget,
+            })
+        });
+        Verdict::Respond {
+            outcome: Outcome::Challenged,
+            reply,
+        }
+    }
+
+    /// `POST /__waitroom/turnstile`: verifies the widget's token with siteverify, then puts the
+    /// visitor in line (the answer sets the ticket, or the pass when the room has space), parks
+    /// it, or asks for the challenge again. `form` is the request body.
+    pub async fn answer_challenge(&self, req: &RequestView<'_>, form: &[u8]) -> Reply {
+        let Some(turnstile) = &self.turnstile else {
+            return Reply::text(404, "no such waiting-room endpoint\n");
+        };
+        // A second answer (another tab, a double submit) is not worth a siteverify call: the
+        // visitor's place or pass answers. A revoked pass is no pass: that visitor starts over.
+        let holds_place = match self.token(req) {
+            Some(Token::Ticket(_)) => true,
+            Some(Token::Pass(pass)) => !self.store.is_revoked(&pass.id),
+            None => false,
+        };
+        if holds_place {
+            return self.status(req).await;
+        }
+        let token = match turnstile::token_from_form(form) {
+            Ok(token) => token,
+            Err(e) => {
+                self.metrics.challenge(ChallengeResult::Malformed);
+                return Reply::json(400, &serde_json::json!({ "error": e.to_string() }));
+            }
+        };
+        match turnstile.verify(&token, req.client_ip).await {
+            Verification::Passed => self.metrics.challenge(ChallengeResult::Passed),
+            Verification::Failed { codes } => {
+                self.metrics.challenge(ChallengeResult::Failed);
+                log::info!("turnstile: challenge failed ({})", codes.join(", "));
+                if turnstile.action == TurnstileAction::InfiniteQueue {
+                    return self.park(req);
+                }
+            }
+            Verification::Unreachable(e) => {
+                self.metrics.challenge(ChallengeResult::Unreachable);
+                log::warn!("turnstile: {e}");
+                if turnstile.on_unreachable == OnUnreachable::Retry {
+                    return Reply::json(
+                        503,
+                        &serde_json::json!({ "error": "the challenge cannot be checked now: try again" }),
+                    );
+                }
+            }
+        }
+        let passed = RequestView {
+            turnstile_passed: true,
+            ..*req
+        };
+        self.status(&passed).await
+    }
+
+    /// A failed challenge under `infinite_queue`: a ticket at the back of the line as the loop
+    /// last saw it, in no store, answered like any waiting visitor's.
+    fn park(&self, req: &RequestView<'_>) -> Reply {
+        let settings = self.settings();
+        let view = self.view.load();
+        let now = self.clock.now_ms();
+        let position = view.queued + 1;
+        let ticket = Ticket {
+            id: new_visitor_id(),
+            place: now.saturating_mul(1000),
+            epoch: PARKED_EPOCH.into(),
+            arrived_at: now,
+            initial_position: position,
+            seen: Sighting {
+                position,
+                admitted_total: view.admitted_total,
+                at: now,
+            },
+            expires_at: 0,
+        };
+        self.metrics.turnstile_parked.inc();
+        let json = RequestView {
+            accept: Some("application/json"),
+            ..*req
+        };
+        self.status_reply(self.waiting(&settings, &json, ticket, Some(position), position))
+    }
+
+    /// A parked visitor's place and line length, from the room view: never its turn.
+    fn parked_place(&self, ticket: &Ticket) -> (u64, u64) {
+        let view = self.view.load();
+        let position = turnstile::parked_position(ticket.seen, view.admitted_total);
+        (position, view.queued.max(position))
     }
 }
 

@@ -30,3 +30,4 @@ pub mod status;
 pub mod store;
 pub mod tls;
 pub mod token;
+pub mod turnstile;

@@ -31,6 +31,10 @@ pub struct Texts {
     pub message: &'static str,
     pub closed_heading: &'static str,
     pub closed_message: &'static str,
+    /// The bot challenge shown instead of a place (`[turnstile]`).
+    pub challenge_heading: &'static str,
+    pub challenge_message: &'static str,
+    pub challenge_retry: &'static str,
     pub place_label: &'static str,
     pub number_before: &'static str,
     pub number_after: &'static str,
@@ -75,6 +79,9 @@ const EN_US: Texts = Texts {
               automatically when it's your turn.",
     closed_heading: "This drop is closed",
     closed_message: "There is nothing left to queue for. Thank you for your interest.",
+    challenge_heading: "One moment, please",
+    challenge_message: "Before you take your place in line, we check that you are a person. This usually happens by itself.",
+    challenge_retry: "The check did not go through. It starts again in a moment.",
     place_label: "Your place in line",
     number_before: "You are number",
     number_after: "in line",
@@ -110,6 +117,9 @@ const ES_ES: Texts = Texts {
               entrarás automáticamente cuando llegue tu turno.",
     closed_heading: "Esta venta ha terminado",
     closed_message: "Ya no queda nada por lo que hacer fila. Gracias por tu interés.",
+    challenge_heading: "Un momento, por favor",
+    challenge_message: "Antes de ocupar tu lugar en la fila, comprobamos que eres una persona. Normalmente ocurre solo.",
+    challenge_retry: "La comprobación no ha funcionado. Empezará de nuevo en un momento.",
     place_label: "Tu lugar en la fila",
     number_before: "Eres el número",
     number_after: "en la fila",
@@ -145,6 +155,9 @@ const FR_FR: Texts = Texts {
               vous entrerez automatiquement quand ce sera votre tour.",
     closed_heading: "Cette vente est terminée",
     closed_message: "Il n’y a plus rien à attendre. Merci de votre intérêt.",
+    challenge_heading: "Un instant, s’il vous plaît",
+    challenge_message: "Avant de prendre votre place dans la file, nous vérifions que vous êtes une personne. Cela se fait généralement tout seul.",
+    challenge_retry: "La vérification n’a pas abouti. Elle recommence dans un instant.",
     place_label: "Votre place dans la file",
     number_before: "Vous êtes le numéro",
     number_after: "dans la file",
@@ -181,6 +194,9 @@ const DE_DE: Texts = Texts {
     closed_heading: "Dieser Verkauf ist beendet",
     closed_message: "Es gibt nichts mehr, wofür Sie anstehen könnten. Vielen Dank für Ihr \
                      Interesse.",
+    challenge_heading: "Einen Moment bitte",
+    challenge_message: "Bevor Sie Ihren Platz in der Warteschlange erhalten, prüfen wir, dass Sie ein Mensch sind. Das geschieht meist von selbst.",
+    challenge_retry: "Die Prüfung hat nicht geklappt. Sie beginnt gleich von vorn.",
     place_label: "Ihr Platz in der Warteschlange",
     number_before: "Sie sind Nummer",
     number_after: "in der Warteschlange",
@@ -216,6 +232,9 @@ const IT_IT: Texts = Texts {
               entrerai automaticamente quando sarà il tuo turno.",
     closed_heading: "Questa vendita è chiusa",
     closed_message: "Non c’è più nulla per cui fare la coda. Grazie per l’interesse.",
+    challenge_heading: "Un momento, per favore",
+    challenge_message: "Prima di prendere il tuo posto in coda, verifichiamo che tu sia una persona. Di solito avviene da sé.",
+    challenge_retry: "La verifica non è andata a buon fine. Ripartirà tra un momento.",
     place_label: "Il tuo posto in coda",
     number_before: "Sei il numero",
     number_after: "in coda",
@@ -251,6 +270,9 @@ const JA_JP: Texts = Texts {
               順番が来ると自動的に入場できます。",
     closed_heading: "この販売は終了しました",
     closed_message: "現在、順番待ちの対象はありません。ご関心をお寄せいただきありがとうございました。",
+    challenge_heading: "少々お待ちください",
+    challenge_message: "列に並ぶ前に、人間であることを確認します。通常は自動で完了します。",
+    challenge_retry: "確認できませんでした。まもなく再度確認します。",
     place_label: "あなたの順番",
     number_before: "あなたの順番は",
     number_after: "番目です",
@@ -285,6 +307,9 @@ const PT_BR: Texts = Texts {
               automaticamente quando chegar a sua vez.",
     closed_heading: "Esta venda foi encerrada",
     closed_message: "Não há mais nada para esperar na fila. Obrigado pelo seu interesse.",
+    challenge_heading: "Um momento, por favor",
+    challenge_message: "Antes de você entrar na fila, verificamos que você é uma pessoa. Normalmente isso acontece sozinho.",
+    challenge_retry: "A verificação não deu certo. Ela recomeça em instantes.",
     place_label: "Seu lugar na fila",
     number_before: "Você é o número",
     number_after: "na fila",
@@ -319,6 +344,9 @@ const ZH_CN: Texts = Texts {
     message: "本店当前访问量很大。请保持此标签页打开：轮到您时将自动进入。",
     closed_heading: "本次发售已结束",
     closed_message: "已没有可排队的商品。感谢您的关注。",
+    challenge_heading: "请稍候",
+    challenge_message: "在您排队之前，我们需要确认您是真人。这通常会自动完成。",
+    challenge_retry: "验证未通过，稍后将重新开始。",
     place_label: "您的排队位置",
     number_before: "您排在第",
     number_after: "位",
@@ -716,6 +744,7 @@ mod tests {
             if locale != Locale::EnUs {
                 assert_ne!(t.heading, EN_US.heading, "{locale:?} is translated");
                 assert_ne!(t.estimated_wait, EN_US.estimated_wait, "{locale:?}");
+                assert_ne!(t.challenge_message, EN_US.challenge_message, "{locale:?}");
             }
         }
     }

@@ -18,18 +18,21 @@ pub enum Outcome {
     Rejected,
     /// Room suspended, or the store unreachable with on_error = "open".
     Unprotected,
+    /// Shown the bot challenge instead of a place (`[turnstile]`).
+    Challenged,
     /// Refused a new ticket by the per-address limit (429).
     Limited,
 }
 
 impl Outcome {
-    const ALL: [Outcome; 7] = [
+    const ALL: [Outcome; 8] = [
         Outcome::Passed,
         Outcome::Admitted,
         Outcome::Queued,
         Outcome::Bypassed,
         Outcome::Rejected,
         Outcome::Unprotected,
+        Outcome::Challenged,
         Outcome::Limited,
     ];
 
@@ -42,6 +45,36 @@ impl Outcome {
             Outcome::Rejected => "rejected",
             Outcome::Unprotected => "unprotected",
             Outcome::Limited => "limited",
+            Outcome::Challenged => "challenged",
+        }
+    }
+}
+
+/// What became of a Turnstile token posted by the waiting page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChallengeResult {
+    Passed,
+    Failed,
+    /// siteverify could not be asked or gave no usable answer.
+    Unreachable,
+    /// Not a token at all (missing, too long, bad characters): refused without asking.
+    Malformed,
+}
+
+impl ChallengeResult {
+    const ALL: [ChallengeResult; 4] = [
+        ChallengeResult::Passed,
+        ChallengeResult::Failed,
+        ChallengeResult::Unreachable,
+        ChallengeResult::Malformed,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ChallengeResult::Passed => "passed",
+            ChallengeResult::Failed => "failed",
+            ChallengeResult::Unreachable => "unreachable",
+            ChallengeResult::Malformed => "malformed",
         }
     }
 }
@@ -72,6 +105,8 @@ pub const NAMES: &[&str] = &[
     "waitroom_order_inversions_total",
     "waitroom_order_pairs_total",
     "waitroom_order_tau",
+    "waitroom_turnstile_verifications_total",
+    "waitroom_turnstile_parked_total",
 ];
 
 /// The histograms among `NAMES`.
@@ -91,7 +126,7 @@ pub struct Metrics {
     pub no_shows: IntCounter,
     pub wait_seconds: Histogram,
     /// One counter per outcome, resolved once: no label hashing per request.
-    requests: [IntCounter; 7],
+    requests: [IntCounter; 8],
     /// New tickets refused by the per-address limit: too fast, or too many in line.
     pub refused_too_fast: IntCounter,
     pub refused_too_many_live: IntCounter,
@@ -105,6 +140,8 @@ pub struct Metrics {
     pub order_inversions: IntCounter,
     pub order_pairs: IntCounter,
     pub order_tau: Gauge,
+    turnstile_verifications: [IntCounter; 4],
+    pub turnstile_parked: IntCounter,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -252,12 +289,28 @@ impl Metrics {
                 "Pairs of admissions compared for order_inversions",
             ),
             order_tau,
+            turnstile_verifications: {
+                let by_outcome = counter_vec(
+                    "waitroom_turnstile_verifications_total",
+                    "Turnstile tokens posted by waiting pages, by outcome",
+                    "outcome",
+                );
+                ChallengeResult::ALL.map(|r| by_outcome.with_label_values(&[r.label()]))
+            },
+            turnstile_parked: counter(
+                "waitroom_turnstile_parked_total",
+                "Visitors who failed the challenge, parked in a line that never admits them",
+            ),
             registry,
         }
     }
 
     pub fn request(&self, outcome: Outcome) {
         self.requests[outcome as usize].inc();
+    }
+
+    pub fn challenge(&self, result: ChallengeResult) {
+        self.turnstile_verifications[result as usize].inc();
     }
 
     pub fn upstream_error(&self, kind: &str) {

@@ -100,6 +100,16 @@ pub struct ClosedView<'a> {
     pub room_name: &'a str,
 }
 
+/// The bot challenge a newcomer passes before it gets a place (`[turnstile]`).
+#[derive(Debug, Clone)]
+pub struct ChallengeView<'a> {
+    pub branding: &'a Branding,
+    pub locale: Locale,
+    pub room_name: &'a str,
+    /// The Turnstile widget and its script (`turnstile::widget_html`), inserted as it is.
+    pub widget: &'a str,
+}
+
 /// A small branded error page, e.g. for 502/504 when the shop's origin is down or slow.
 #[derive(Debug, Clone)]
 pub struct ErrorView<'a> {
@@ -207,6 +217,23 @@ pub fn render_closed(view: &ClosedView) -> Result<String, askama::Error> {
     .render()
 }
 
+/// The one page with an external script: Cloudflare's Turnstile (the widget cannot be inlined).
+pub fn render_challenge(view: &ChallengeView) -> Result<String, askama::Error> {
+    let b = view.branding;
+    let t = view.locale.texts();
+    ChallengePage {
+        b,
+        lang: view.locale.tag(),
+        theme: theme_for(b),
+        heading: t.challenge_heading,
+        message: t.challenge_message,
+        retry: t.challenge_retry,
+        widget: view.widget,
+        footer: t.footer.replace("{room}", view.room_name),
+    }
+    .render()
+}
+
 pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
     ErrorPage {
         b: view.branding,
@@ -261,6 +288,19 @@ struct ClosedPage<'a> {
     theme: Arc<Theme>,
     heading: &'a str,
     message: &'a str,
+    footer: String,
+}
+
+#[derive(Template)]
+#[template(path = "challenge.html", whitespace = "minimize")]
+struct ChallengePage<'a> {
+    b: &'a Branding,
+    lang: &'static str,
+    theme: Arc<Theme>,
+    heading: &'static str,
+    message: &'static str,
+    retry: &'static str,
+    widget: &'a str,
     footer: String,
 }
 
@@ -599,6 +639,29 @@ mod tests {
         assert!(html.contains(r#"role="progressbar""#));
         assert!(html.contains(r#"aria-valuenow="75""#));
         assert!(html.contains(r#"style="width:75%""#));
+        Ok(())
+    }
+
+    #[test]
+    fn the_challenge_page_loads_only_turnstile_and_speaks_the_locale() -> Result<(), askama::Error>
+    {
+        let b = branding();
+        let widget = crate::turnstile::widget_html(
+            "1x00000000000000000000AA",
+            crate::config::model::TurnstileMode::Invisible,
+        );
+        let view = ChallengeView {
+            branding: &b,
+            locale: Locale::DeDe,
+            room_name: "sneaker-drop",
+            widget: &widget,
+        };
+        let html = render_challenge(&view)?;
+        assert!(html.contains(r#"data-sitekey="1x00000000000000000000AA""#));
+        assert!(html.contains("<h1>Einen Moment bitte</h1>"));
+        assert!(html.contains(r#"id="wr-challenge-retry""#));
+        assert!(!html.contains("&lt;script"), "the widget is not escaped");
+        assert_no_urls(&html.replace(crate::turnstile::SCRIPT_URL, ""));
         Ok(())
     }
 

@@ -19,6 +19,7 @@ use crate::gate::{Gate, RESERVED_PREFIX, RequestView, Verdict};
 use crate::logging::ACCESS;
 use crate::page::{ErrorView, render_error};
 use crate::reply::Reply;
+use crate::turnstile::TURNSTILE_PATH;
 
 /// The origin's header that ends the visitor's session (Cloudflare's name).
 const COMMAND_HEADER: &str = "cf-waiting-room-command";
@@ -28,7 +29,7 @@ const EVENTS_EVERY: Duration = Duration::from_secs(1);
 /// Larger request headers are refused with 431 before any work is done.
 const MAX_HEADER_VALUE: usize = 16 * 1024;
 const MAX_HEADERS_TOTAL: usize = 64 * 1024;
-/// Request bodies the proxy reads itself (leave) are small; more is refused.
+/// Request bodies the proxy reads itself (leave, a Turnstile token) are small; more is refused.
 const MAX_OWN_BODY: usize = 16 * 1024;
 
 pub struct WaitroomProxy {
@@ -101,15 +102,16 @@ fn cookies(req: &RequestHeader) -> Option<Cow<'_, str>> {
     }
 }
 
-async fn drain_body(session: &mut Session) -> pingora::Result<bool> {
-    let mut read = 0;
+/// The whole request body, or None when it is larger than `MAX_OWN_BODY`.
+async fn read_body(session: &mut Session) -> pingora::Result<Option<Vec<u8>>> {
+    let mut body = Vec::new();
     while let Some(chunk) = session.read_request_body().await? {
-        read += chunk.len();
-        if read > MAX_OWN_BODY {
-            return Ok(false);
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_OWN_BODY {
+            return Ok(None);
         }
     }
-    Ok(true)
+    Ok(Some(body))
 }
 
 impl WaitroomProxy {
@@ -118,9 +120,28 @@ impl WaitroomProxy {
         let method = session.req_header().method.clone();
         let is_status = path == "/__waitroom/status";
         let reply = match (&method, path) {
+            (&http::Method::POST, TURNSTILE_PATH) => match read_body(session).await? {
+                None => {
+                    session.set_keepalive(None);
+                    Reply::text(413, "request body too large\n")
+                }
+                Some(form) => {
+                    let client_ip = self.client_ip(session);
+                    let req = session.req_header();
+                    let cookie = cookies(req);
+                    let view = RequestView {
+                        host: host(req),
+                        path,
+                        cookie: cookie.as_deref(),
+                        client_ip,
+                        ..RequestView::default()
+                    };
+                    self.gate.answer_challenge(&view, &form).await
+                }
+            },
             (&http::Method::GET | &http::Method::HEAD, "/__waitroom/status")
             | (&http::Method::POST, "/__waitroom/leave") => {
-                if method == http::Method::POST && !drain_body(session).await? {
+                if method == http::Method::POST && read_body(session).await?.is_none() {
                     session.set_keepalive(None);
                     Reply::text(413, "request body too large\n")
                 } else {
@@ -140,9 +161,10 @@ impl WaitroomProxy {
                 }
             }
             (&http::Method::GET, "/__waitroom/events") => return self.events(session).await,
-            (_, "/__waitroom/status" | "/__waitroom/events" | "/__waitroom/leave") => {
-                Reply::text(405, "method not allowed\n")
-            }
+            (
+                _,
+                "/__waitroom/status" | "/__waitroom/events" | "/__waitroom/leave" | TURNSTILE_PATH,
+            ) => Reply::text(405, "method not allowed\n"),
             _ => Reply::text(404, "no such waiting-room endpoint\n"),
         };
         reply.send(session, head_only).await
@@ -252,6 +274,7 @@ impl ProxyHttp for WaitroomProxy {
             cookie: cookie.as_deref(),
             client_ip,
             headers: Some(&req.headers),
+            turnstile_passed: false,
         };
         let verdict = self.gate.decide(&view).await;
         ctx.decision = verdict.outcome().label();

@@ -57,6 +57,7 @@ fn changed_sections(running: &ConfigFile, fresh: &ConfigFile) -> Vec<&'static st
     check("admin", !same(&running.admin, &fresh.admin));
     check("page", !same(&running.page, &fresh.page));
     check("log", !same(&running.log, &fresh.log));
+    check("turnstile", !same(&running.turnstile, &fresh.turnstile));
     check("rate_limit", !same(&running.rate_limit, &fresh.rate_limit));
     changed
 }

@@ -28,6 +28,7 @@ use crate::store::memory::MemoryStore;
 use crate::store::redis::{RedisOptions, RedisStore, TimeSource};
 use crate::store::{Store, StoreError};
 use crate::tls::{TlsError, check_ca_file, check_listener, install_crypto_provider};
+use crate::turnstile::Turnstile;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -218,10 +219,14 @@ pub fn build(
     };
     let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
 
-    let gate = Arc::new(
-        Gate::new(config, store, options.clock.clone())
-            .map_err(|e| StartError::Runtime(e.to_string()))?,
-    );
+    let mut gate = Gate::new(config, store, options.clock.clone())
+        .map_err(|e| StartError::Runtime(e.to_string()))?;
+    if let Some(turnstile) = &config.turnstile {
+        gate = gate.with_turnstile(
+            Turnstile::new(turnstile).map_err(|e| StartError::Runtime(e.to_string()))?,
+        );
+    }
+    let gate = Arc::new(gate);
     gate.apply_settings(config.room.clone());
     let instance = format!(
         "{}-{:08x}",

@@ -2,6 +2,8 @@
 //! Cloudflare's order, so a client written for Cloudflare works unchanged; our extras sit beside
 //! it under `waitroom`.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::clock::{Millis, rfc3339_ms};
@@ -53,6 +55,9 @@ pub struct WaitroomExtras {
     /// The scheduled event governing the room, for an exact countdown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<EventExtras>,
+    /// Set while the visitor must pass a bot challenge before it gets a place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub challenge: Option<Challenge>,
 }
 
 #[derive(Debug, Serialize)]
@@ -63,6 +68,23 @@ pub struct EventExtras {
     pub phase: &'static str,
     pub starts_at: String,
     pub ends_at: String,
+}
+
+/// What a page or an app needs to show the challenge and hand its token back.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Challenge {
+    /// "turnstile".
+    pub provider: &'static str,
+    pub site_key: String,
+    /// Cloudflare's turnstile_mode name.
+    pub mode: &'static str,
+    /// Where the token goes: POST, form-encoded, in the field `field`.
+    pub url: &'static str,
+    pub field: &'static str,
+    /// The ready widget for templates (`{{{turnstile}}}`); the JSON has the parts above.
+    #[serde(skip)]
+    pub widget: Arc<str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -185,6 +207,7 @@ impl StatusBody {
                     starts_at: rfc3339_ms(e.times.start_ms),
                     ends_at: rfc3339_ms(e.times.end_ms),
                 }),
+                challenge: None,
             },
         }
     }

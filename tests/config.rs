@@ -330,3 +330,142 @@ fn tls_lifecycle_and_log_keys_are_checked_and_named() {
     .unwrap();
     assert!(warnings.iter().any(|w| w.contains("origin.verify")));
 }
+
+#[test]
+fn turnstile_keys_are_checked_and_named() {
+    let with = |lines: &str| {
+        format!(
+            "{}[turnstile]\nsite_key = \"1x00000000000000000000AA\"\nsecret = \"s3cret\"\n{lines}\n",
+            minimal("")
+        )
+    };
+    let cases = [
+        (with("mode = \"managed\""), "turnstile.mode"),
+        (with("action = \"block\""), "turnstile.action"),
+        (
+            with("on_unreachable = \"open\""),
+            "turnstile.on_unreachable",
+        ),
+        (with("timeout = \"soon\""), "turnstile.timeout"),
+        (
+            with("siteverify_url = \"ftp://example.com/siteverify\""),
+            "turnstile.siteverify_url",
+        ),
+        (
+            with("siteverify_url = \"not a url\""),
+            "turnstile.siteverify_url",
+        ),
+        (with("sitekey = \"x\""), "sitekey"),
+        (
+            with("").replace("1x00000000000000000000AA", r#"a\" onload=\"x"#),
+            "turnstile.site_key",
+        ),
+        (
+            format!("{}[turnstile]\nsecret = \"s3cret\"\n", minimal("")),
+            "turnstile.site_key",
+        ),
+        (
+            format!(
+                "{}[turnstile]\nsite_key = \"1x00000000000000000000AA\"\n",
+                minimal("")
+            ),
+            "turnstile.secret",
+        ),
+    ];
+    for (text, key) in cases {
+        let error = error_of(&text);
+        assert!(error.contains(key), "{key}: {error}");
+    }
+    // "off" needs no keys, and no section is no challenge.
+    let off = format!("{}[turnstile]\nmode = \"off\"\n", minimal(""));
+    assert!(
+        Config::parse(&off, &with_secrets(), false)
+            .unwrap()
+            .0
+            .turnstile
+            .is_none()
+    );
+    assert!(
+        Config::parse(&minimal(""), &with_secrets(), false)
+            .unwrap()
+            .0
+            .turnstile
+            .is_none()
+    );
+    assert!(error_of(&format!("{off}action = \"block\"\n")).contains("turnstile.action"));
+}
+
+#[test]
+fn turnstile_defaults_follow_cloudflare_and_the_secret_comes_from_the_environment() {
+    use waitroom::config::model::{OnUnreachable, TurnstileAction, TurnstileMode};
+    let text = format!(
+        "{}[turnstile]\nsite_key = \"1x00000000000000000000AA\"\nsecret = \"from-the-file\"\n",
+        minimal("")
+    );
+    let mut env = with_secrets();
+    env.0
+        .insert("WR_TURNSTILE_SECRET", "2x0000000000000000000000000000000AA");
+    let (config, warnings) = Config::parse(&text, &env, false).unwrap();
+    let t = config.turnstile.clone().unwrap();
+    assert_eq!(t.mode, TurnstileMode::Invisible);
+    assert_eq!(t.action, TurnstileAction::Log);
+    assert_eq!(t.on_unreachable, OnUnreachable::Allow);
+    assert_eq!(t.timeout.as_secs(), 3);
+    assert_eq!(
+        t.siteverify_url.as_str(),
+        "https://challenges.cloudflare.com/turnstile/v0/siteverify"
+    );
+    assert_eq!(t.secret, "2x0000000000000000000000000000000AA");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("test secrets") && w.contains("every challenge fails")),
+        "{warnings:?}"
+    );
+    let printed = config.masked_toml();
+    assert!(!printed.contains("2x000") && !printed.contains("from-the-file"));
+    assert!(printed.contains("[turnstile]"));
+
+    let plain = text.replace(
+        "secret = \"from-the-file\"",
+        "secret = \"from-the-file\"\nsiteverify_url = \"http://verify.example.com/\"",
+    );
+    let (_, warnings) = Config::parse(&plain, &with_secrets(), false).unwrap();
+    assert!(
+        warnings.iter().any(|w| w.contains("unencrypted")),
+        "{warnings:?}"
+    );
+    let local = plain.replace("verify.example.com", "127.0.0.1:9");
+    let (_, warnings) = Config::parse(&local, &with_secrets(), false).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[test]
+fn the_turnstile_example_in_drop_toml_is_valid_and_names_every_key() {
+    let drop =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/drop.toml")).unwrap();
+    let (_, example) = drop.split_once("# [turnstile]\n").unwrap();
+    // The commented assignments of the section, uncommented.
+    let lines: Vec<&str> = example
+        .lines()
+        .filter_map(|l| l.strip_prefix("# "))
+        .filter(|l| {
+            l.split_once(" = ")
+                .is_some_and(|(key, _)| key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        })
+        .collect();
+    let text = format!("{}[turnstile]\n{}\n", minimal(""), lines.join("\n"));
+    let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+    assert!(config.turnstile.is_some());
+    let documented = waitroom::config::file::TurnstileSection::default();
+    let keys = serde_json::to_value(&documented).unwrap();
+    for key in ["site_key", "secret"]
+        .into_iter()
+        .chain(keys.as_object().unwrap().keys().map(String::as_str))
+    {
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!("{key} = "))),
+            "config/drop.toml does not show turnstile.{key}"
+        );
+    }
+}

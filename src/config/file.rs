@@ -22,6 +22,9 @@ pub struct ConfigFile {
     pub page: PageSection,
     #[serde(default)]
     pub log: LogSection,
+    /// Left out (or `mode = "off"`): no challenge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turnstile: Option<TurnstileSection>,
     #[serde(default)]
     pub rate_limit: RateLimitSection,
 }
@@ -343,6 +346,40 @@ impl Default for RateLimitSection {
             tickets_per_ip_per_minute: 60,
             burst: None,
             max_live_tickets_per_ip: 500,
+        }
+    }
+}
+
+/// Cloudflare Turnstile on the waiting page: a challenge before a newcomer gets a place.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TurnstileSection {
+    /// Cloudflare's names (turnstile_mode): off, invisible, visible_non_interactive,
+    /// visible_managed.
+    pub mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site_key: Option<String>,
+    /// Prefer the WR_TURNSTILE_SECRET variable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    pub siteverify_url: String,
+    pub timeout: String,
+    /// Cloudflare's turnstile_action: log or infinite_queue.
+    pub action: String,
+    /// When siteverify cannot be reached: allow (a place anyway) or retry (the challenge again).
+    pub on_unreachable: String,
+}
+
+impl Default for TurnstileSection {
+    fn default() -> Self {
+        Self {
+            mode: "invisible".into(),
+            site_key: None,
+            secret: None,
+            siteverify_url: "https://challenges.cloudflare.com/turnstile/v0/siteverify".into(),
+            timeout: "3s".into(),
+            action: "log".into(),
+            on_unreachable: "allow".into(),
         }
     }
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::client::Cidr;
 use crate::clock::{Millis, parse_rfc3339};
-use crate::config::file::{ConfigFile, EventSection, PageSection, RateLimitSection, RoomSection};
+use crate::config::file::{
+    ConfigFile, EventSection, PageSection, RateLimitSection, RoomSection, TurnstileSection,
+};
 use crate::core::ip_limit::IpLimits;
 use crate::core::room::{Limits, Pick, Placing};
 use crate::core::schedule::{self, EventTimes, Phase};
@@ -40,6 +42,7 @@ pub const MIN_SECRET_BYTES: usize = 32;
 /// The environment variables the proxy reads its secrets from (deploy files name them too).
 pub const ENV_JWT_SECRET: &str = "WR_JWT_SECRET";
 pub const ENV_ADMIN_TOKEN: &str = "WR_ADMIN_TOKEN";
+pub const ENV_TURNSTILE_SECRET: &str = "WR_TURNSTILE_SECRET";
 /// Set by systemd's `RuntimeDirectory=`: where the upgrade socket and the pid file go by default.
 pub const ENV_RUNTIME_DIRECTORY: &str = "RUNTIME_DIRECTORY";
 pub const UPGRADE_SOCKET_NAME: &str = "upgrade.sock";
@@ -610,6 +613,188 @@ pub struct LogConfig {
     pub access: bool,
 }
 
+/// How the widget shows on the waiting page (Cloudflare's turnstile_mode, "off" aside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnstileMode {
+    Invisible,
+    VisibleNonInteractive,
+    VisibleManaged,
+}
+
+impl TurnstileMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnstileMode::Invisible => "invisible",
+            TurnstileMode::VisibleNonInteractive => "visible_non_interactive",
+            TurnstileMode::VisibleManaged => "visible_managed",
+        }
+    }
+}
+
+/// What a failed challenge leads to (Cloudflare's turnstile_action).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnstileAction {
+    /// Counted, then treated as passed.
+    Log,
+    /// A place in a line that never admits (no store entry), looking like a real one.
+    InfiniteQueue,
+}
+
+/// What a challenge answer leads to while siteverify cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnUnreachable {
+    /// A place in line anyway: an outage of Cloudflare does not stop humans from queueing.
+    Allow,
+    /// The challenge again: nobody gets a place unverified.
+    Retry,
+}
+
+#[derive(Debug, Clone)]
+pub struct TurnstileConfig {
+    pub mode: TurnstileMode,
+    pub site_key: String,
+    pub secret: String,
+    pub siteverify_url: reqwest::Url,
+    pub timeout: Duration,
+    pub action: TurnstileAction,
+    pub on_unreachable: OnUnreachable,
+}
+
+/// Cloudflare's published test secrets, which answer the same for every token.
+const TEST_SECRETS: [(&str, &str); 3] = [
+    (
+        "1x0000000000000000000000000000000AA",
+        "every challenge passes",
+    ),
+    (
+        "2x0000000000000000000000000000000AA",
+        "every challenge fails",
+    ),
+    (
+        "3x0000000000000000000000000000000AA",
+        "every token is reported as already spent",
+    ),
+];
+
+/// `[turnstile]`: None when the section is left out or `mode = "off"`.
+fn turnstile(
+    section: &mut Option<TurnstileSection>,
+    env: &dyn Environment,
+    warnings: &mut Vec<String>,
+) -> Result<Option<TurnstileConfig>, ConfigError> {
+    let Some(t) = section else {
+        return Ok(None);
+    };
+    let mode = match t.mode.as_str() {
+        "off" => None,
+        "invisible" => Some(TurnstileMode::Invisible),
+        "visible_non_interactive" => Some(TurnstileMode::VisibleNonInteractive),
+        "visible_managed" => Some(TurnstileMode::VisibleManaged),
+        other => {
+            return Err(invalid(
+                "turnstile.mode",
+                format!(
+                    "{other:?} is not one of off, invisible, visible_non_interactive, \
+                     visible_managed"
+                ),
+            ));
+        }
+    };
+    let action = match t.action.as_str() {
+        "log" => TurnstileAction::Log,
+        "infinite_queue" => TurnstileAction::InfiniteQueue,
+        other => {
+            return Err(invalid(
+                "turnstile.action",
+                format!("{other:?} is not one of log, infinite_queue"),
+            ));
+        }
+    };
+    let on_unreachable = match t.on_unreachable.as_str() {
+        "allow" => OnUnreachable::Allow,
+        "retry" => OnUnreachable::Retry,
+        other => {
+            return Err(invalid(
+                "turnstile.on_unreachable",
+                format!("{other:?} is not one of allow, retry"),
+            ));
+        }
+    };
+    let timeout = duration("turnstile.timeout", &t.timeout)?;
+    let siteverify_url = reqwest::Url::parse(&t.siteverify_url)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        .ok_or_else(|| {
+            invalid(
+                "turnstile.siteverify_url",
+                format!("{:?} is not an http:// or https:// URL", t.siteverify_url),
+            )
+        })?;
+    let Some(mode) = mode else {
+        return Ok(None);
+    };
+    if let Some(value) = env.var(ENV_TURNSTILE_SECRET) {
+        t.secret = Some(value);
+    }
+    let secret = match &t.secret {
+        Some(s) if !s.trim().is_empty() => s.trim().to_owned(),
+        _ => {
+            return Err(invalid(
+                "turnstile.secret",
+                format!("is required with a turnstile mode: set it or {ENV_TURNSTILE_SECRET}"),
+            ));
+        }
+    };
+    // The site key is written into the page's HTML (also raw, in `{{{turnstile}}}`): only the
+    // characters Cloudflare's keys are made of may pass.
+    let site_key = match &t.site_key {
+        Some(k)
+            if !k.is_empty()
+                && k.len() <= 100
+                && k.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)) =>
+        {
+            k.clone()
+        }
+        Some(k) => {
+            return Err(invalid(
+                "turnstile.site_key",
+                format!("{k:?} is not a site key (letters, digits, '-' and '_')"),
+            ));
+        }
+        None => {
+            return Err(invalid(
+                "turnstile.site_key",
+                "is required with a turnstile mode",
+            ));
+        }
+    };
+    if let Some((_, effect)) = TEST_SECRETS.iter().find(|(s, _)| *s == secret) {
+        warnings.push(format!(
+            "turnstile.secret is one of Cloudflare's test secrets: {effect}"
+        ));
+    }
+    let loopback = siteverify_url.host_str().is_some_and(|h| {
+        h == "localhost"
+            || h.trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    });
+    if siteverify_url.scheme() == "http" && !loopback {
+        warnings
+            .push("turnstile.siteverify_url is plain http: the secret travels unencrypted".into());
+    }
+    Ok(Some(TurnstileConfig {
+        mode,
+        site_key,
+        secret,
+        siteverify_url,
+        timeout,
+        action,
+        on_unreachable,
+    }))
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen: SocketAddr,
@@ -637,6 +822,8 @@ pub struct Config {
     pub branding: Branding,
     /// `[page] template`, compiled once here: requests only render it.
     pub custom_page: Option<Arc<CustomPage>>,
+    /// `[turnstile]`, when a challenge is on.
+    pub turnstile: Option<TurnstileConfig>,
     /// The effective file (defaults filled in, environment applied), for `--test`.
     pub file: ConfigFile,
     /// The file this was loaded from: reloads read it again.
@@ -1067,6 +1254,7 @@ impl Config {
             admin_token,
             branding: branding(&file.page, &room.name)?,
             custom_page: custom_page(&file.page, base_dir, &mut warnings)?,
+            turnstile: turnstile(&mut file.turnstile, env, &mut warnings)?,
             room,
             file,
             source: None,
@@ -1088,6 +1276,9 @@ impl Config {
         };
         mask(&mut file.pass.secret);
         mask(&mut file.admin.token);
+        if let Some(t) = &mut file.turnstile {
+            mask(&mut t.secret);
+        }
         toml::to_string_pretty(&file).unwrap_or_else(|e| format!("# cannot print: {e}\n"))
     }
 }

@@ -6,4 +6,5 @@ pub mod origin;
 pub mod process;
 pub mod proxy;
 pub mod redis_server;
+pub mod siteverify;
 pub mod tls;

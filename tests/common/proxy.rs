@@ -329,7 +329,32 @@ impl Visitor {
         path: &str,
         accept: Option<&str>,
     ) -> Answer {
+        self.send(method, path, accept, None).await
+    }
+
+    /// POSTs a form body, as the waiting page's script does.
+    pub async fn post_form(&mut self, path: &str, body: &str) -> Answer {
+        let form = ("application/x-www-form-urlencoded", body.to_owned());
+        self.send(
+            reqwest::Method::POST,
+            path,
+            Some("application/json"),
+            Some(form),
+        )
+        .await
+    }
+
+    async fn send(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        accept: Option<&str>,
+        body: Option<(&str, String)>,
+    ) -> Answer {
         let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some((content_type, body)) = body {
+            req = req.header("content-type", content_type).body(body);
+        }
         if let Some(cookie) = &self.cookie {
             req = req.header("cookie", format!("waitroom={cookie}"));
         }
