@@ -35,7 +35,7 @@ use tokio::task::AbortHandle;
 
 use crate::clock::{Clock, Millis, SharedClock, SystemClock};
 use crate::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS, RETAIN_LIVE_MS};
-use crate::core::room::{Limits, Pick, PollOutcome, RoomCounts, RoundReport};
+use crate::core::room::{Limits, Pick, Placing, PollOutcome, RoomCounts, RoundReport};
 use crate::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
 
 /// Where the scripts take the time from.
@@ -682,6 +682,14 @@ impl Store for RedisStore {
             Some(t) => inv.arg(t.place).arg(&t.epoch),
             None => inv.arg("").arg(""),
         };
+        // The draw's random number is the proxy's: within 2^52 so Lua's doubles keep it exact.
+        let r = rand::random::<u64>() >> 12;
+        match limits.placing {
+            Placing::Arrival => inv.arg("arrival").arg(0).arg(0),
+            Placing::Lottery { window_ms } => inv.arg("lottery").arg(window_ms).arg(0),
+            Placing::DrawUntil { from_ms, until_ms } => inv.arg("draw").arg(from_ms).arg(until_ms),
+        };
+        inv.arg(r);
         let (mut r, epoch) = self.call("join", &inv).await?;
         Ok(Joined {
             place: r.int()?,
