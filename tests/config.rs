@@ -469,3 +469,131 @@ fn the_turnstile_example_in_drop_toml_is_valid_and_names_every_key() {
         );
     }
 }
+
+#[test]
+fn an_event_governs_the_room_from_its_prequeue_to_its_end() {
+    let text = minimal(
+        "queueing_method = \"lottery\"\n\
+         [[room.events]]\nname = \"drop\"\nprequeue_start_time = \"2026-12-05T09:30:00+01:00\"\n\
+         event_start_time = \"2026-12-05T10:00:00+01:00\"\nevent_end_time = \"2026-12-05T12:00:00+01:00\"\n\
+         total_active_users = 300\nnew_users_per_minute = 100\nsession_duration = \"10m\"\n\
+         queueing_method = \"passthrough\"\nshuffle_at_event_start = true\n\
+         [[room.events]]\nname = \"off\"\nevent_start_time = \"2026-12-06T10:00:00Z\"\n\
+         event_end_time = \"2026-12-06T11:00:00Z\"\nsuspended = true\ntotal_active_users = 9\n\
+         new_users_per_minute = 9\n",
+    );
+    let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+    let at = |t: &str| waitroom::clock::parse_rfc3339(t).unwrap();
+    let (before, change) = config.room.at(at("2026-12-05T08:00:00Z"));
+    assert!(before.event.is_none());
+    assert_eq!(before.total_active_users, 2);
+    assert_eq!(
+        change,
+        at("2026-12-05T08:30:00Z"),
+        "the pre-queue opens next"
+    );
+
+    let (prequeue, change) = config.room.at(at("2026-12-05T08:45:00Z"));
+    assert!(prequeue.prequeueing());
+    let limits = prequeue.limits();
+    assert!(!limits.admitting, "nobody is admitted in a pre-queue");
+    assert_eq!(
+        prequeue.queueing_method.as_str(),
+        "fifo",
+        "a pre-queue queues even when the event will pass everyone through"
+    );
+    assert_eq!(
+        limits.placing,
+        waitroom::core::room::Placing::DrawUntil {
+            from_ms: at("2026-12-05T08:30:00Z"),
+            until_ms: at("2026-12-05T09:00:00Z"),
+        }
+    );
+    assert_eq!(change, at("2026-12-05T09:00:00Z"));
+
+    let (running, _) = config.room.at(at("2026-12-05T10:00:00Z"));
+    assert!(!running.prequeueing() && running.event.is_some());
+    assert_eq!(
+        (
+            running.total_active_users,
+            running.new_users_per_minute,
+            running.burst
+        ),
+        (300, 100, 100)
+    );
+    assert_eq!(running.session_duration.as_secs(), 600);
+    assert_eq!(running.queueing_method.as_str(), "passthrough");
+
+    // After the end the room's own lottery; a suspended event is ignored.
+    for after in ["2026-12-05T11:00:00Z", "2026-12-06T10:30:00Z"] {
+        let (settings, _) = config.room.at(at(after));
+        assert!(settings.event.is_none(), "{after}");
+        assert_eq!(settings.total_active_users, 2);
+        assert!(matches!(
+            settings.limits().placing,
+            waitroom::core::room::Placing::Lottery { window_ms: 30_000 }
+        ));
+    }
+}
+
+#[test]
+fn event_errors_name_the_event_and_the_key() {
+    let event = |body: &str| {
+        error_of(&minimal(&format!(
+            "[[room.events]]\nname = \"drop\"\n{body}\n"
+        )))
+    };
+    let start_end =
+        "event_start_time = \"2026-12-05T10:00:00Z\"\nevent_end_time = \"2026-12-05T12:00:00Z\"";
+    for (body, needle) in [
+        (
+            "event_start_time = \"10:00\"\nevent_end_time = \"2026-12-05T12:00:00Z\"",
+            "room.events[0].event_start_time",
+        ),
+        (
+            &format!("{start_end}\nprequeue_start_time = \"2026-12-05T11:00:00Z\""),
+            "must come after prequeue_start_time",
+        ),
+        (
+            &format!("{start_end}\nshuffle_at_event_start = true"),
+            "needs a prequeue_start_time",
+        ),
+        (
+            &format!("{start_end}\nnew_users_per_minute = 5"),
+            "together",
+        ),
+        (
+            &format!("{start_end}\nqueueing_method = \"lifo\""),
+            "room.events[0].queueing_method",
+        ),
+        (
+            &format!("{start_end}\nsession_duration = \"soon\""),
+            "room.events[0].session_duration",
+        ),
+        (&format!("{start_end}\ncolour = \"red\""), "unknown field"),
+    ] {
+        let e = event(body);
+        assert!(e.contains(needle), "{body}: {e}");
+    }
+    let bad_name = error_of(&minimal(&format!(
+        "[[room.events]]\nname = \"a drop\"\n{start_end}\n"
+    )));
+    assert!(bad_name.contains("room.events[0].name"), "{bad_name}");
+    let overlap = error_of(&minimal(&format!(
+        "[[room.events]]\nname = \"a\"\n{start_end}\n[[room.events]]\nname = \"b\"\n\
+         event_start_time = \"2026-12-05T11:00:00Z\"\nevent_end_time = \"2026-12-05T13:00:00Z\"\n"
+    )));
+    assert!(overlap.contains("room.events[1]: overlaps"), "{overlap}");
+    let twice = error_of(&minimal(&format!(
+        "[[room.events]]\nname = \"a\"\n{start_end}\n[[room.events]]\nname = \"a\"\n\
+         event_start_time = \"2026-12-06T11:00:00Z\"\nevent_end_time = \"2026-12-06T13:00:00Z\"\n"
+    )));
+    assert!(twice.contains("two events are named"), "{twice}");
+    let crawler = error_of(&minimal(
+        "crawler_ranges = { yandexbot = [\"192.0.2.0/24\"] }",
+    ));
+    assert!(
+        crawler.contains("room.crawler_ranges.yandexbot"),
+        "{crawler}"
+    );
+}

@@ -394,6 +394,11 @@ impl RoomSettings {
             if let Some(method) = event.queueing_method {
                 effective.queueing_method = method;
             }
+            // A pre-queue queues every new visitor, whatever the event lets through later.
+            if phase == Phase::Prequeue && effective.queueing_method == QueueingMethod::Passthrough
+            {
+                effective.queueing_method = QueueingMethod::Fifo;
+            }
             effective.event = Some(EventNow {
                 name: event.name.clone(),
                 phase,
