@@ -15,7 +15,7 @@ use crate::config::{Config, QueueingMethod, RoomSettings};
 use crate::core::estimate::WaitEstimate;
 use crate::core::fairness::FairnessWindow;
 use crate::core::ip_limit::{IpClaim, IpLimits};
-use crate::core::room::PollOutcome;
+use crate::core::room::{Placing, PollOutcome};
 use crate::crawler;
 use crate::custom_page::{CustomPage, PageVariables};
 use crate::locale::{Locale, PageLanguage};
@@ -326,7 +326,16 @@ impl Gate {
             .event
             .as_ref()
             .is_some_and(|e| seen.at < e.times.start_ms);
-        let recent = seen.at > 0 && now - seen.at < exact_every && !seen_before_start;
+        // Until its lottery window closes, later arrivals may draw places ahead of a visitor.
+        let seen_while_drawing = match settings.limits().placing {
+            Placing::Lottery { window_ms } => {
+                let window_ms = window_ms.max(1);
+                seen.at < ticket.arrived_at - ticket.arrived_at.rem_euclid(window_ms) + window_ms
+            }
+            _ => false,
+        };
+        let recent =
+            seen.at > 0 && now - seen.at < exact_every && !seen_before_start && !seen_while_drawing;
         let fresh = settled
             && (prequeue || recent)
             && self.store_ok()
