@@ -3,9 +3,10 @@
 //! Redis; the scripts follow the model rule for rule and pass the same conformance suite.
 //!
 //! Every key of a room lives under `{prefix}{room}:` with the room in braces, e.g.
-//! `wr:{shop}:queue`, so they share one Cluster hash slot; every script gets all of them in
-//! KEYS. Time comes from Redis `TIME` inside each script (or from a test clock), so the clocks of
-//! the proxy hosts don't matter.
+//! `wr:{shop}:queue`, so they share one Cluster hash slot; every script gets the keys it touches
+//! in KEYS: the room's twelve, then the heartbeat shards (`…:beats:<n>`) of the visitors at hand.
+//! Time comes from Redis `TIME` inside each script (or from a test clock), so the clocks of the
+//! proxy hosts don't matter.
 //!
 //! Revocations are answered locally: each instance keeps the ended passes in memory, fed by its
 //! own `end_pass`, by a pub/sub channel every instance publishes its revocations on, and by a
@@ -16,7 +17,7 @@
 //! saw, marks the loss; admissions then pause for a session length, so that passes still alive
 //! register again through `touch_pass` before the room is filled anew.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -87,6 +88,25 @@ const RELOAD_REVOKED_EVERY: Duration = Duration::from_secs(1);
 /// again.
 const RECONNECT_RETRIES: usize = 2;
 
+/// Waiting visitors' heartbeats are spread over this many small hashes (`…:beats:<n>`, see
+/// lua/common.lua) so that each stays in Redis's compact listpack encoding: up to
+/// `hash-max-listpack-entries` (512 by default) per shard, about 400 000 waiting visitors in all.
+/// A shard costs about 150 bytes of its own (its key, its entry in the beats index): little per
+/// visitor from about 10 000 waiting. Every instance of a room must use the same count and
+/// [`beat_shard`]: a heartbeat left in another shard would lapse and drop its visitor.
+const BEAT_SHARDS: usize = 1024;
+
+/// How many heartbeat shards one admission round sweeps at most; the rest wait for the next.
+const SWEEP_SHARDS_PER_ROUND: usize = 32;
+
+/// The heartbeat shard of a visitor: FNV-1a, fixed so that every instance agrees.
+fn beat_shard(id: &str) -> usize {
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    (hash % BEAT_SHARDS as u64) as usize
+}
+
 /// The room's keys, in the order every script expects them (see lua/common.lua).
 const KEY_NAMES: [&str; 12] = [
     "epoch", "queue", "places", "beats", "called", "passes", "revoked", "bucket", "recent",
@@ -118,6 +138,7 @@ struct Scripts {
     save_settings: Script,
     load_settings: Script,
     keep_alive: Script,
+    due_beats: Script,
 }
 
 impl Scripts {
@@ -138,6 +159,7 @@ impl Scripts {
             save_settings: room_script!("save_settings.lua"),
             load_settings: room_script!("load_settings.lua"),
             keep_alive: room_script!("keep_alive.lua"),
+            due_beats: room_script!("due_beats.lua"),
         }
     }
 }
@@ -304,6 +326,8 @@ fn cluster_nodes(url: &str) -> Option<Vec<String>> {
 pub struct RedisStore {
     conn: Conn,
     keys: Vec<String>,
+    /// The heartbeat shards' keys, by shard.
+    beat_keys: Vec<String>,
     /// The pub/sub channel revocations are announced on.
     channel: String,
     scripts: Scripts,
@@ -347,6 +371,9 @@ impl RedisStore {
         let client = open_client(first_node)?;
         let base = format!("{prefix}{{{room}}}:");
         let keys: Vec<String> = KEY_NAMES.iter().map(|k| format!("{base}{k}")).collect();
+        let beat_keys = (0..BEAT_SHARDS)
+            .map(|n| format!("{base}beats:{n}"))
+            .collect();
         let revoked_key = format!("{base}revoked");
         let channel = revoked_key.clone();
 
@@ -427,6 +454,7 @@ impl RedisStore {
         Ok(Self {
             conn,
             keys,
+            beat_keys,
             channel,
             scripts: Scripts::new(),
             time,
@@ -442,6 +470,17 @@ impl RedisStore {
         self.known_epoch
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn beat_key(&self, id: &str) -> &str {
+        &self.beat_keys[beat_shard(id)]
+    }
+
+    fn is_beat_key(&self, key: &str) -> bool {
+        key.rsplit_once(':')
+            .and_then(|(_, n)| n.parse::<usize>().ok())
+            .and_then(|n| self.beat_keys.get(n))
+            .is_some_and(|k| k == key)
     }
 
     /// A script call with the room's keys and the common arguments, plus the limits if given.
@@ -666,7 +705,7 @@ impl Store for RedisStore {
         limits: &Limits,
     ) -> StoreResult<Joined> {
         let mut inv = self.invocation(&self.scripts.join, Some(limits));
-        inv.arg(id);
+        inv.key(self.beat_key(id)).arg(id);
         match ticket {
             Some(t) => inv.arg(t.place).arg(&t.epoch),
             None => inv.arg("").arg(""),
@@ -682,7 +721,7 @@ impl Store for RedisStore {
 
     async fn poll(&self, id: &str, limits: &Limits) -> StoreResult<PollOutcome> {
         let mut inv = self.invocation(&self.scripts.poll, Some(limits));
-        inv.arg(id);
+        inv.key(self.beat_key(id)).arg(id);
         let (mut r, _) = self.call("poll", &inv).await?;
         Ok(match r.int()? {
             0 => PollOutcome::Unknown,
@@ -728,7 +767,7 @@ impl Store for RedisStore {
 
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
         let mut inv = self.invocation(&self.scripts.leave_queue, None);
-        inv.arg(id);
+        inv.key(self.beat_key(id)).arg(id);
         let (mut r, _) = self.call("leave_queue", &inv).await?;
         r.flag()
     }
@@ -743,7 +782,21 @@ impl Store for RedisStore {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .random_range(1..2_147_483_647u32);
+        // The shards to sweep go in KEYS like every key a script touches: asked for first.
+        let mut inv = self.invocation(&self.scripts.due_beats, None);
+        inv.arg(SWEEP_SHARDS_PER_ROUND);
+        let (due, _) = self.call("due_beats", &inv).await?;
+        let due = due.rest_strings()?;
         let mut inv = self.invocation(&self.scripts.admission_round, Some(limits));
+        for shard in &due {
+            if !self.is_beat_key(shard) {
+                return Err(corrupt(
+                    "due_beats",
+                    format!("{shard:?} for a heartbeat shard"),
+                ));
+            }
+            inv.key(shard);
+        }
         inv.arg(fence).arg(seed);
         let (mut r, _) = self.call("admission_round", &inv).await?;
         if !r.flag()? {
@@ -813,9 +866,16 @@ impl Store for RedisStore {
     }
 
     async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {
-        let mut inv = self.invocation(&self.scripts.keep_alive, Some(limits));
+        let mut by_shard: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
         for id in ids {
-            inv.arg(id);
+            by_shard.entry(beat_shard(id)).or_default().push(id);
+        }
+        let mut inv = self.invocation(&self.scripts.keep_alive, Some(limits));
+        for (shard, ids) in &by_shard {
+            inv.key(&self.beat_keys[*shard]).arg(ids.len());
+            for id in ids {
+                inv.arg(*id);
+            }
         }
         let (r, _) = self.call("keep_alive", &inv).await?;
         r.rest_strings()
@@ -836,5 +896,26 @@ impl Store for RedisStore {
         )
         .await
         .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_shards_never_change_and_spread_evenly() {
+        // Instances of different versions share a room: the shard of an id is part of the format.
+        assert_eq!(beat_shard("AAAAAAAAAAAAAAAAAAAAAA"), 859);
+        assert_eq!(beat_shard("ZxKkV6nS1-3yq_8hPq2cWw"), 714);
+        let mut per_shard = vec![0u32; BEAT_SHARDS];
+        for _ in 0..100 * BEAT_SHARDS {
+            per_shard[beat_shard(&crate::token::new_visitor_id())] += 1;
+        }
+        let (least, most) = (per_shard.iter().min(), per_shard.iter().max());
+        assert!(
+            least >= Some(&40) && most <= Some(&170),
+            "{least:?}..{most:?}"
+        );
     }
 }

@@ -1,6 +1,6 @@
--- Store::join. ARGV 12: id, 13: the ticket's place ('' for no ticket), 14: the ticket's epoch.
--- A ticket from another epoch was issued before the data was lost: its place is restored.
--- Answers {epoch, place, position, queued}.
+-- Store::join. ARGV 12: id, 13: the ticket's place ('' for no ticket), 14: the ticket's epoch;
+-- KEYS 13: the visitor's heartbeat shard. A ticket from another epoch was issued before the data
+-- was lost: its place is restored. Answers {epoch, place, position, queued}.
 local id, restore = ARGV[12], ARGV[13]
 if ARGV[14] == epoch then
   restore = ''
@@ -22,5 +22,5 @@ if not place then
   redis.call('HSET', K_COUNTERS, 'last_place', int(last))
   redis.call('ZADD', K_QUEUE, int(place), id)
 end
-redis.call('ZADD', K_BEATS, int(now + l.abandon_after_ms), id)
+beat(KEYS[13], id, int(now + l.abandon_after_ms))
 return {epoch, place, rank_of(id, place) + 1, redis.call('ZCARD', K_QUEUE)}
