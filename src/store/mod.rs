@@ -11,7 +11,7 @@ use crate::clock::Millis;
 use crate::core::queue::Place;
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     #[error("store unavailable: {0}")]
     Unavailable(String),

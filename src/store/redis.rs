@@ -31,7 +31,8 @@ use redis::{
     Client, Cmd, Pipeline, ProtocolVersion, PushInfo, PushKind, RedisError, RedisFuture, Script,
     ScriptInvocation, Value,
 };
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 use crate::clock::{Clock, Millis, SharedClock, SystemClock};
@@ -324,27 +325,90 @@ fn cluster_nodes(url: &str) -> Option<Vec<String>> {
 }
 
 pub struct RedisStore {
+    calls: Arc<Calls>,
+    /// For the task that sends them in batches (see [`send_joins`]).
+    joins: UnboundedSender<JoinRequest>,
+    /// The pub/sub channel revocations are announced on.
+    channel: String,
+    rng: Mutex<StdRng>,
+    revoked: Arc<Revocations>,
+    /// The revocation feed and the join sender.
+    tasks: [AbortHandle; 2],
+}
+
+/// What a script call needs, shared with the task that sends the joins.
+struct Calls {
     conn: Conn,
     keys: Vec<String>,
     /// The heartbeat shards' keys, by shard.
     beat_keys: Vec<String>,
-    /// The pub/sub channel revocations are announced on.
-    channel: String,
     scripts: Scripts,
     time: TimeSource,
     command_timeout: Duration,
     /// The epoch this instance saw last ('' before any): how a loss of the data is told apart
     /// from a new room.
     known_epoch: Mutex<String>,
-    rng: Mutex<StdRng>,
-    revoked: Arc<Revocations>,
-    feed: AbortHandle,
 }
 
 impl Drop for RedisStore {
     fn drop(&mut self) {
-        self.feed.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
     }
+}
+
+/// A join waiting for its batch.
+struct JoinRequest {
+    id: String,
+    ticket: Option<TicketPlace>,
+    limits: Limits,
+    answer: oneshot::Sender<StoreResult<Joined>>,
+}
+
+/// The most joins one script call carries: plenty for a drop, and a call still takes Redis well
+/// under a millisecond.
+const MAX_JOIN_BATCH: usize = 128;
+
+/// Sends the joins one batch at a time: those that arrive while a batch is in flight make the
+/// next one, so a drop's new visitors cost one script call per batch instead of one each, and a
+/// joiner in a quiet room waits for nobody.
+async fn send_joins(calls: Arc<Calls>, mut requests: UnboundedReceiver<JoinRequest>) {
+    let mut next = None;
+    loop {
+        let first = if let Some(request) = next.take() {
+            request
+        } else if let Some(request) = requests.recv().await {
+            request
+        } else {
+            return;
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_JOIN_BATCH {
+            let Ok(request) = requests.try_recv() else {
+                break;
+            };
+            // A call applies one set of limits: a join under others (the settings just
+            // changed) starts the next batch.
+            if request.limits != batch[0].limits {
+                next = Some(request);
+                break;
+            }
+            batch.push(request);
+        }
+        // A caller that gave up (timed out, or its client left) holds no ticket: no place for it.
+        batch.retain(|request| !request.answer.is_closed());
+        calls.join(batch).await;
+    }
+}
+
+fn joined(reply: &mut Reply, epoch: &str) -> StoreResult<Joined> {
+    Ok(Joined {
+        place: reply.int()?,
+        position: reply.count()?,
+        queued: reply.count()?,
+        epoch: epoch.to_owned(),
+    })
 }
 
 impl RedisStore {
@@ -451,21 +515,30 @@ impl RedisStore {
         };
         let feed = tokio::spawn(follower.run()).abort_handle();
 
-        Ok(Self {
+        let calls = Arc::new(Calls {
             conn,
             keys,
             beat_keys,
-            channel,
             scripts: Scripts::new(),
             time,
             command_timeout,
             known_epoch: Mutex::new(epoch.unwrap_or_default()),
+        });
+        let (joins, requests) = unbounded_channel();
+        let sender = tokio::spawn(send_joins(calls.clone(), requests)).abort_handle();
+
+        Ok(Self {
+            calls,
+            joins,
+            channel,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             revoked,
-            feed,
+            tasks: [feed, sender],
         })
     }
+}
 
+impl Calls {
     fn known_epoch(&self) -> std::sync::MutexGuard<'_, String> {
         self.known_epoch
             .lock()
@@ -555,6 +628,34 @@ impl RedisStore {
             known.clone_from(&epoch);
         }
         Ok((reply, epoch))
+    }
+
+    /// Sends a batch of joins as one script call and answers each caller.
+    async fn join(&self, batch: Vec<JoinRequest>) {
+        let Some(first) = batch.first() else {
+            return;
+        };
+        let mut inv = self.invocation(&self.scripts.join, Some(&first.limits));
+        for request in &batch {
+            inv.key(self.beat_key(&request.id)).arg(&request.id);
+            match &request.ticket {
+                Some(t) => inv.arg(t.place).arg(&t.epoch),
+                None => inv.arg("").arg(""),
+            };
+        }
+        // A caller that gave up meanwhile is not told (the send fails): its join is harmless.
+        match self.call("join", &inv).await {
+            Ok((mut reply, epoch)) => {
+                for request in batch {
+                    let _ = request.answer.send(joined(&mut reply, &epoch));
+                }
+            }
+            Err(e) => {
+                for request in batch {
+                    let _ = request.answer.send(Err(e.clone()));
+                }
+            }
+        }
     }
 }
 
@@ -685,16 +786,20 @@ impl Follower {
 #[async_trait]
 impl Store for RedisStore {
     async fn admit_directly(&self, id: &str, limits: &Limits) -> StoreResult<Option<Millis>> {
-        let mut inv = self.invocation(&self.scripts.admit_directly, Some(limits));
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.admit_directly, Some(limits));
         inv.arg(id);
-        let (mut r, _) = self.call("admit_directly", &inv).await?;
+        let (mut r, _) = self.calls.call("admit_directly", &inv).await?;
         Ok(if r.flag()? { Some(r.int()?) } else { None })
     }
 
     async fn admit_unconditionally(&self, id: &str, limits: &Limits) -> StoreResult<Millis> {
-        let mut inv = self.invocation(&self.scripts.admit_unconditionally, Some(limits));
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.admit_unconditionally, Some(limits));
         inv.arg(id);
-        let (mut r, _) = self.call("admit_unconditionally", &inv).await?;
+        let (mut r, _) = self.calls.call("admit_unconditionally", &inv).await?;
         r.int()
     }
 
@@ -704,25 +809,29 @@ impl Store for RedisStore {
         ticket: Option<&TicketPlace>,
         limits: &Limits,
     ) -> StoreResult<Joined> {
-        let mut inv = self.invocation(&self.scripts.join, Some(limits));
-        inv.key(self.beat_key(id)).arg(id);
-        match ticket {
-            Some(t) => inv.arg(t.place).arg(&t.epoch),
-            None => inv.arg("").arg(""),
+        let (answer, answered) = oneshot::channel();
+        let request = JoinRequest {
+            id: id.to_owned(),
+            ticket: ticket.cloned(),
+            limits: limits.clone(),
+            answer,
         };
-        let (mut r, epoch) = self.call("join", &inv).await?;
-        Ok(Joined {
-            place: r.int()?,
-            position: r.count()?,
-            queued: r.count()?,
-            epoch,
-        })
+        let stopped = || StoreError::Unavailable("redis join: the join sender stopped".into());
+        self.joins.send(request).map_err(|_| stopped())?;
+        // The batch in flight, then this one: bounded together like a single call.
+        let timeout = self.calls.command_timeout;
+        match tokio::time::timeout(timeout, answered).await {
+            Ok(joined) => joined.unwrap_or_else(|_| Err(stopped())),
+            Err(_) => Err(timed_out("join", timeout)),
+        }
     }
 
     async fn poll(&self, id: &str, limits: &Limits) -> StoreResult<PollOutcome> {
-        let mut inv = self.invocation(&self.scripts.poll, Some(limits));
-        inv.key(self.beat_key(id)).arg(id);
-        let (mut r, _) = self.call("poll", &inv).await?;
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.poll, Some(limits));
+        inv.key(self.calls.beat_key(id)).arg(id);
+        let (mut r, _) = self.calls.call("poll", &inv).await?;
         Ok(match r.int()? {
             0 => PollOutcome::Unknown,
             1 => PollOutcome::Waiting {
@@ -748,32 +857,36 @@ impl Store for RedisStore {
         pass_epoch: &str,
         limits: &Limits,
     ) -> StoreResult<Option<Millis>> {
-        let mut inv = self.invocation(&self.scripts.touch_pass, Some(limits));
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.touch_pass, Some(limits));
         inv.arg(id).arg(pass_epoch);
-        let (mut r, _) = self.call("touch_pass", &inv).await?;
+        let (mut r, _) = self.calls.call("touch_pass", &inv).await?;
         Ok(if r.flag()? { Some(r.int()?) } else { None })
     }
 
     async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool> {
-        let mut inv = self.invocation(&self.scripts.end_pass, Some(limits));
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.end_pass, Some(limits));
         inv.arg(id).arg(&self.channel);
-        let (mut r, _) = self.call("end_pass", &inv).await?;
+        let (mut r, _) = self.calls.call("end_pass", &inv).await?;
         let had = r.flag()?;
         let until = r.int()?;
         self.revoked
-            .add([(id.to_owned(), until)], local_now(&self.time));
+            .add([(id.to_owned(), until)], local_now(&self.calls.time));
         Ok(had)
     }
 
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
-        let mut inv = self.invocation(&self.scripts.leave_queue, None);
-        inv.key(self.beat_key(id)).arg(id);
-        let (mut r, _) = self.call("leave_queue", &inv).await?;
+        let mut inv = self.calls.invocation(&self.calls.scripts.leave_queue, None);
+        inv.key(self.calls.beat_key(id)).arg(id);
+        let (mut r, _) = self.calls.call("leave_queue", &inv).await?;
         r.flag()
     }
 
     fn is_revoked(&self, id: &str) -> bool {
-        self.revoked.contains(id, local_now(&self.time))
+        self.revoked.contains(id, local_now(&self.calls.time))
     }
 
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {
@@ -783,13 +896,15 @@ impl Store for RedisStore {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .random_range(1..2_147_483_647u32);
         // The shards to sweep go in KEYS like every key a script touches: asked for first.
-        let mut inv = self.invocation(&self.scripts.due_beats, None);
+        let mut inv = self.calls.invocation(&self.calls.scripts.due_beats, None);
         inv.arg(SWEEP_SHARDS_PER_ROUND);
-        let (due, _) = self.call("due_beats", &inv).await?;
+        let (due, _) = self.calls.call("due_beats", &inv).await?;
         let due = due.rest_strings()?;
-        let mut inv = self.invocation(&self.scripts.admission_round, Some(limits));
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.admission_round, Some(limits));
         for shard in &due {
-            if !self.is_beat_key(shard) {
+            if !self.calls.is_beat_key(shard) {
                 return Err(corrupt(
                     "due_beats",
                     format!("{shard:?} for a heartbeat shard"),
@@ -798,7 +913,7 @@ impl Store for RedisStore {
             inv.key(shard);
         }
         inv.arg(fence).arg(seed);
-        let (mut r, _) = self.call("admission_round", &inv).await?;
+        let (mut r, _) = self.calls.call("admission_round", &inv).await?;
         if !r.flag()? {
             return Err(StoreError::NotLeader(fence));
         }
@@ -811,8 +926,8 @@ impl Store for RedisStore {
     }
 
     async fn counts(&self) -> StoreResult<RoomCounts> {
-        let inv = self.invocation(&self.scripts.counts, None);
-        let (mut r, _) = self.call("counts", &inv).await?;
+        let inv = self.calls.invocation(&self.calls.scripts.counts, None);
+        let (mut r, _) = self.calls.call("counts", &inv).await?;
         Ok(RoomCounts {
             passes: r.count()?,
             called: r.count()?,
@@ -827,34 +942,38 @@ impl Store for RedisStore {
     }
 
     async fn lead(&self, instance: &str, ttl_ms: Millis) -> StoreResult<Option<u64>> {
-        let mut inv = self.invocation(&self.scripts.lead, None);
+        let mut inv = self.calls.invocation(&self.calls.scripts.lead, None);
         inv.arg(instance).arg(ttl_ms);
-        let (mut r, _) = self.call("lead", &inv).await?;
+        let (mut r, _) = self.calls.call("lead", &inv).await?;
         Ok(if r.flag()? { Some(r.count()?) } else { None })
     }
 
     async fn resign(&self, instance: &str) -> StoreResult<()> {
-        let mut inv = self.invocation(&self.scripts.resign, None);
+        let mut inv = self.calls.invocation(&self.calls.scripts.resign, None);
         inv.arg(instance);
-        self.call("resign", &inv).await.map(drop)
+        self.calls.call("resign", &inv).await.map(drop)
     }
 
     async fn leader(&self) -> StoreResult<Option<String>> {
-        let inv = self.invocation(&self.scripts.leader, None);
-        let (mut r, _) = self.call("leader", &inv).await?;
+        let inv = self.calls.invocation(&self.calls.scripts.leader, None);
+        let (mut r, _) = self.calls.call("leader", &inv).await?;
         Ok(if r.flag()? { Some(r.string()?) } else { None })
     }
 
     async fn save_settings(&self, json: &str) -> StoreResult<u64> {
-        let mut inv = self.invocation(&self.scripts.save_settings, None);
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.save_settings, None);
         inv.arg(json);
-        let (mut r, _) = self.call("save_settings", &inv).await?;
+        let (mut r, _) = self.calls.call("save_settings", &inv).await?;
         r.count()
     }
 
     async fn load_settings(&self) -> StoreResult<Option<SavedSettings>> {
-        let inv = self.invocation(&self.scripts.load_settings, None);
-        let (mut r, _) = self.call("load_settings", &inv).await?;
+        let inv = self
+            .calls
+            .invocation(&self.calls.scripts.load_settings, None);
+        let (mut r, _) = self.calls.call("load_settings", &inv).await?;
         Ok(if r.flag()? {
             Some(SavedSettings {
                 version: r.count()?,
@@ -870,28 +989,30 @@ impl Store for RedisStore {
         for id in ids {
             by_shard.entry(beat_shard(id)).or_default().push(id);
         }
-        let mut inv = self.invocation(&self.scripts.keep_alive, Some(limits));
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.keep_alive, Some(limits));
         for (shard, ids) in &by_shard {
-            inv.key(&self.beat_keys[*shard]).arg(ids.len());
+            inv.key(&self.calls.beat_keys[*shard]).arg(ids.len());
             for id in ids {
                 inv.arg(*id);
             }
         }
-        let (r, _) = self.call("keep_alive", &inv).await?;
+        let (r, _) = self.calls.call("keep_alive", &inv).await?;
         r.rest_strings()
     }
 
     async fn epoch(&self) -> StoreResult<String> {
         // Every script answers the epoch first (creating one after a loss): the cheapest serves.
-        let inv = self.invocation(&self.scripts.leader, None);
-        let (_, epoch) = self.call("leader", &inv).await?;
+        let inv = self.calls.invocation(&self.calls.scripts.leader, None);
+        let (_, epoch) = self.calls.call("leader", &inv).await?;
         Ok(epoch)
     }
 
     async fn ping(&self) -> StoreResult<()> {
-        let mut conn = self.conn.clone();
+        let mut conn = self.calls.conn.clone();
         within(
-            self.command_timeout,
+            self.calls.command_timeout,
             redis::cmd("PING").query_async::<String>(&mut conn),
         )
         .await
