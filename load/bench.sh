@@ -638,6 +638,16 @@ rss_kb() { # pids -> summed VmRSS in kB
 }
 
 # ---------------------------------------------------------------- part 3: bytes per waiting visitor
+# "key bytes" for every Redis key, sorted, in one round trip; the heartbeat shards
+# (…:beats:<n>) summed as one, …:beats:*.
+key_sizes() {
+    local keys
+    keys=$(rcli --scan | sort)
+    [[ -n $keys ]] || return 0
+    paste -d' ' <(echo "$keys") <(sed 's/.*/MEMORY USAGE & SAMPLES 0/' <<<"$keys" | rcli) |
+        awk '{ k = $1; sub(/:beats:[0-9]+$/, ":beats:*", k); b[k] += $2 }
+            END { for (k in b) print k, b[k] }' | sort
+}
 declare -A JOINED QBEFORE QAFTER RMEM_D PRSS_D JOIN_RATE RKEYS
 join_visitors() { # store
     local store=$1
@@ -649,7 +659,7 @@ join_visitors() { # store
     r0=$(rss_kb "$WR_PID")
     if [[ $store == redis ]]; then
         m0=$(redis_used_memory)
-        while read -r k; do key0[$k]=$(rcli MEMORY USAGE "$k" SAMPLES 0); done < <(rcli --scan)
+        while read -r k b; do key0[$k]=$b; done < <(key_sizes)
     fi
     log "part 3 [$store]: $JOIN_VISITORS new visitors join the full room"
     python3 "$CLIENTS" join --port "$WR_PORT" --count "$JOIN_VISITORS" --path "$ORIGIN_PATH" >"$out" 2>&1 &
@@ -668,11 +678,10 @@ join_visitors() { # store
         m1=$(redis_used_memory)
         RMEM_D[$store]=$((m1 - m0))
         local parts=() b1 n=$((q1 - q0))
-        while read -r k; do
-            b1=$(rcli MEMORY USAGE "$k" SAMPLES 0)
+        while read -r k b1; do
             ((b1 - ${key0[$k]:-0} > 1024)) &&
                 parts+=("\`${k}\` $(awk -v d=$((b1 - ${key0[$k]:-0})) -v n="$n" 'BEGIN { printf "%.0f", (n > 0 ? d / n : 0) }')")
-        done < <(rcli --scan | sort)
+        done < <(key_sizes)
         local joined
         joined=$(
             IFS=,

@@ -12,7 +12,7 @@ use crate::core::ip_limit::{IpClaim, IpLimits};
 use crate::core::queue::Place;
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     #[error("store unavailable: {0}")]
     Unavailable(String),

@@ -3,9 +3,10 @@
 //! Redis; the scripts follow the model rule for rule and pass the same conformance suite.
 //!
 //! Every key of a room lives under `{prefix}{room}:` with the room in braces, e.g.
-//! `wr:{shop}:queue`, so they share one Cluster hash slot; every script gets all of them in
-//! KEYS. Time comes from Redis `TIME` inside each script (or from a test clock), so the clocks of
-//! the proxy hosts don't matter.
+//! `wr:{shop}:queue`, so they share one Cluster hash slot; every script gets the keys it touches
+//! in KEYS: the room's twelve, then the heartbeat shards (`…:beats:<n>`) of the visitors at hand.
+//! Time comes from Redis `TIME` inside each script (or from a test clock), so the clocks of the
+//! proxy hosts don't matter.
 //!
 //! Revocations are answered locally: each instance keeps the ended passes in memory, fed by its
 //! own `end_pass`, by a pub/sub channel every instance publishes its revocations on, and by a
@@ -16,7 +17,7 @@
 //! saw, marks the loss; admissions then pause for a session length, so that passes still alive
 //! register again through `touch_pass` before the room is filled anew.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -30,7 +31,8 @@ use redis::{
     Client, Cmd, Pipeline, ProtocolVersion, PushInfo, PushKind, RedisError, RedisFuture, Script,
     ScriptInvocation, Value,
 };
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 use crate::clock::{Clock, Millis, SharedClock, SystemClock};
@@ -88,6 +90,25 @@ const RELOAD_REVOKED_EVERY: Duration = Duration::from_secs(1);
 /// again.
 const RECONNECT_RETRIES: usize = 2;
 
+/// Waiting visitors' heartbeats are spread over this many small hashes (`…:beats:<n>`, see
+/// lua/common.lua) so that each stays in Redis's compact listpack encoding: up to
+/// `hash-max-listpack-entries` (512 by default) per shard, about 400 000 waiting visitors in all.
+/// A shard costs about 150 bytes of its own (its key, its entry in the beats index): little per
+/// visitor from about 10 000 waiting. Every instance of a room must use the same count and
+/// [`beat_shard`]: a heartbeat left in another shard would lapse and drop its visitor.
+const BEAT_SHARDS: usize = 1024;
+
+/// How many heartbeat shards one admission round sweeps at most; the rest wait for the next.
+const SWEEP_SHARDS_PER_ROUND: usize = 32;
+
+/// The heartbeat shard of a visitor: FNV-1a, fixed so that every instance agrees.
+fn beat_shard(id: &str) -> usize {
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    (hash % BEAT_SHARDS as u64) as usize
+}
+
 /// The room's keys, in the order every script expects them (see lua/common.lua).
 const KEY_NAMES: [&str; 12] = [
     "epoch", "queue", "places", "beats", "called", "passes", "revoked", "bucket", "recent",
@@ -119,6 +140,7 @@ struct Scripts {
     save_settings: Script,
     load_settings: Script,
     keep_alive: Script,
+    due_beats: Script,
 }
 
 impl Scripts {
@@ -139,6 +161,7 @@ impl Scripts {
             save_settings: room_script!("save_settings.lua"),
             load_settings: room_script!("load_settings.lua"),
             keep_alive: room_script!("keep_alive.lua"),
+            due_beats: room_script!("due_beats.lua"),
         }
     }
 }
@@ -303,19 +326,15 @@ fn cluster_nodes(url: &str) -> Option<Vec<String>> {
 }
 
 pub struct RedisStore {
-    conn: Conn,
-    keys: Vec<String>,
+    calls: Arc<Calls>,
+    /// For the task that sends them in batches (see [`send_joins`]).
+    joins: UnboundedSender<JoinRequest>,
     /// The pub/sub channel revocations are announced on.
     channel: String,
-    scripts: Scripts,
-    time: TimeSource,
-    command_timeout: Duration,
-    /// The epoch this instance saw last ('' before any): how a loss of the data is told apart
-    /// from a new room.
-    known_epoch: Mutex<String>,
     rng: Mutex<StdRng>,
     revoked: Arc<Revocations>,
-    feed: AbortHandle,
+    /// The revocation feed and the join sender.
+    tasks: [AbortHandle; 2],
     /// The per-address limit: its own script and keys (`{base}ip:<address>`, in the room's hash
     /// slot), apart from the room's scripts and their shared KEYS.
     claim_ticket: Script,
@@ -323,10 +342,79 @@ pub struct RedisStore {
     queue_key: String,
 }
 
+/// What a script call needs, shared with the task that sends the joins.
+struct Calls {
+    conn: Conn,
+    keys: Vec<String>,
+    /// The heartbeat shards' keys, by shard.
+    beat_keys: Vec<String>,
+    scripts: Scripts,
+    time: TimeSource,
+    command_timeout: Duration,
+    /// The epoch this instance saw last ('' before any): how a loss of the data is told apart
+    /// from a new room.
+    known_epoch: Mutex<String>,
+}
+
 impl Drop for RedisStore {
     fn drop(&mut self) {
-        self.feed.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
     }
+}
+
+/// A join waiting for its batch.
+struct JoinRequest {
+    id: String,
+    ticket: Option<TicketPlace>,
+    limits: Limits,
+    answer: oneshot::Sender<StoreResult<Joined>>,
+}
+
+/// The most joins one script call carries: plenty for a drop, and a call still takes Redis well
+/// under a millisecond.
+const MAX_JOIN_BATCH: usize = 128;
+
+/// Sends the joins one batch at a time: those that arrive while a batch is in flight make the
+/// next one, so a drop's new visitors cost one script call per batch instead of one each, and a
+/// joiner in a quiet room waits for nobody.
+async fn send_joins(calls: Arc<Calls>, mut requests: UnboundedReceiver<JoinRequest>) {
+    let mut next = None;
+    loop {
+        let first = if let Some(request) = next.take() {
+            request
+        } else if let Some(request) = requests.recv().await {
+            request
+        } else {
+            return;
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_JOIN_BATCH {
+            let Ok(request) = requests.try_recv() else {
+                break;
+            };
+            // A call applies one set of limits: a join under others (the settings just
+            // changed) starts the next batch.
+            if request.limits != batch[0].limits {
+                next = Some(request);
+                break;
+            }
+            batch.push(request);
+        }
+        // A caller that gave up (timed out, or its client left) holds no ticket: no place for it.
+        batch.retain(|request| !request.answer.is_closed());
+        calls.join(batch).await;
+    }
+}
+
+fn joined(reply: &mut Reply, epoch: &str) -> StoreResult<Joined> {
+    Ok(Joined {
+        place: reply.int()?,
+        position: reply.count()?,
+        queued: reply.count()?,
+        epoch: epoch.to_owned(),
+    })
 }
 
 impl RedisStore {
@@ -353,6 +441,9 @@ impl RedisStore {
         let client = open_client(first_node)?;
         let base = format!("{prefix}{{{room}}}:");
         let keys: Vec<String> = KEY_NAMES.iter().map(|k| format!("{base}{k}")).collect();
+        let beat_keys = (0..BEAT_SHARDS)
+            .map(|n| format!("{base}beats:{n}"))
+            .collect();
         let revoked_key = format!("{base}revoked");
         let ip_prefix = format!("{base}ip:");
         let queue_key = format!("{base}queue");
@@ -432,27 +523,48 @@ impl RedisStore {
         };
         let feed = tokio::spawn(follower.run()).abort_handle();
 
-        Ok(Self {
+        let calls = Arc::new(Calls {
             conn,
             keys,
-            channel,
+            beat_keys,
             scripts: Scripts::new(),
             time,
             command_timeout,
             known_epoch: Mutex::new(epoch.unwrap_or_default()),
+        });
+        let (joins, requests) = unbounded_channel();
+        let sender = tokio::spawn(send_joins(calls.clone(), requests)).abort_handle();
+
+        Ok(Self {
+            calls,
+            joins,
+            channel,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             revoked,
-            feed,
+            tasks: [feed, sender],
             claim_ticket: Script::new(include_str!("lua/claim_ticket.lua")),
             ip_prefix,
             queue_key,
         })
     }
+}
 
+impl Calls {
     fn known_epoch(&self) -> std::sync::MutexGuard<'_, String> {
         self.known_epoch
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn beat_key(&self, id: &str) -> &str {
+        &self.beat_keys[beat_shard(id)]
+    }
+
+    fn is_beat_key(&self, key: &str) -> bool {
+        key.rsplit_once(':')
+            .and_then(|(_, n)| n.parse::<usize>().ok())
+            .and_then(|n| self.beat_keys.get(n))
+            .is_some_and(|k| k == key)
     }
 
     /// A script call with the room's keys and the common arguments, plus the limits if given.
@@ -527,6 +639,41 @@ impl RedisStore {
             known.clone_from(&epoch);
         }
         Ok((reply, epoch))
+    }
+
+    /// Sends a batch of joins as one script call and answers each caller.
+    async fn join(&self, batch: Vec<JoinRequest>) {
+        let Some(first) = batch.first() else {
+            return;
+        };
+        let mut inv = self.invocation(&self.scripts.join, Some(&first.limits));
+        match first.limits.placing {
+            Placing::Arrival => inv.arg("arrival").arg(0).arg(0),
+            Placing::Lottery { window_ms } => inv.arg("lottery").arg(window_ms).arg(0),
+            Placing::DrawUntil { from_ms, until_ms } => inv.arg("draw").arg(from_ms).arg(until_ms),
+        };
+        for request in &batch {
+            inv.key(self.beat_key(&request.id)).arg(&request.id);
+            match &request.ticket {
+                Some(t) => inv.arg(t.place).arg(&t.epoch),
+                None => inv.arg("").arg(""),
+            };
+            // A draw's random number is the proxy's: below 2^52, so Lua's doubles keep it exact.
+            inv.arg(rand::random::<u64>() >> 12);
+        }
+        // A caller that gave up meanwhile is not told (the send fails): its join is harmless.
+        match self.call("join", &inv).await {
+            Ok((mut reply, epoch)) => {
+                for request in batch {
+                    let _ = request.answer.send(joined(&mut reply, &epoch));
+                }
+            }
+            Err(e) => {
+                for request in batch {
+                    let _ = request.answer.send(Err(e.clone()));
+                }
+            }
+        }
     }
 }
 
@@ -657,16 +804,20 @@ impl Follower {
 #[async_trait]
 impl Store for RedisStore {
     async fn admit_directly(&self, id: &str, limits: &Limits) -> StoreResult<Option<Millis>> {
-        let mut inv = self.invocation(&self.scripts.admit_directly, Some(limits));
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.admit_directly, Some(limits));
         inv.arg(id);
-        let (mut r, _) = self.call("admit_directly", &inv).await?;
+        let (mut r, _) = self.calls.call("admit_directly", &inv).await?;
         Ok(if r.flag()? { Some(r.int()?) } else { None })
     }
 
     async fn admit_unconditionally(&self, id: &str, limits: &Limits) -> StoreResult<Millis> {
-        let mut inv = self.invocation(&self.scripts.admit_unconditionally, Some(limits));
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.admit_unconditionally, Some(limits));
         inv.arg(id);
-        let (mut r, _) = self.call("admit_unconditionally", &inv).await?;
+        let (mut r, _) = self.calls.call("admit_unconditionally", &inv).await?;
         r.int()
     }
 
@@ -676,33 +827,29 @@ impl Store for RedisStore {
         ticket: Option<&TicketPlace>,
         limits: &Limits,
     ) -> StoreResult<Joined> {
-        let mut inv = self.invocation(&self.scripts.join, Some(limits));
-        inv.arg(id);
-        match ticket {
-            Some(t) => inv.arg(t.place).arg(&t.epoch),
-            None => inv.arg("").arg(""),
+        let (answer, answered) = oneshot::channel();
+        let request = JoinRequest {
+            id: id.to_owned(),
+            ticket: ticket.cloned(),
+            limits: limits.clone(),
+            answer,
         };
-        // The draw's random number is the proxy's: within 2^52 so Lua's doubles keep it exact.
-        let r = rand::random::<u64>() >> 12;
-        match limits.placing {
-            Placing::Arrival => inv.arg("arrival").arg(0).arg(0),
-            Placing::Lottery { window_ms } => inv.arg("lottery").arg(window_ms).arg(0),
-            Placing::DrawUntil { from_ms, until_ms } => inv.arg("draw").arg(from_ms).arg(until_ms),
-        };
-        inv.arg(r);
-        let (mut r, epoch) = self.call("join", &inv).await?;
-        Ok(Joined {
-            place: r.int()?,
-            position: r.count()?,
-            queued: r.count()?,
-            epoch,
-        })
+        let stopped = || StoreError::Unavailable("redis join: the join sender stopped".into());
+        self.joins.send(request).map_err(|_| stopped())?;
+        // The batch in flight, then this one: bounded together like a single call.
+        let timeout = self.calls.command_timeout;
+        match tokio::time::timeout(timeout, answered).await {
+            Ok(joined) => joined.unwrap_or_else(|_| Err(stopped())),
+            Err(_) => Err(timed_out("join", timeout)),
+        }
     }
 
     async fn poll(&self, id: &str, limits: &Limits) -> StoreResult<PollOutcome> {
-        let mut inv = self.invocation(&self.scripts.poll, Some(limits));
-        inv.arg(id);
-        let (mut r, _) = self.call("poll", &inv).await?;
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.poll, Some(limits));
+        inv.key(self.calls.beat_key(id)).arg(id);
+        let (mut r, _) = self.calls.call("poll", &inv).await?;
         Ok(match r.int()? {
             0 => PollOutcome::Unknown,
             1 => PollOutcome::Waiting {
@@ -728,27 +875,31 @@ impl Store for RedisStore {
         pass_epoch: &str,
         limits: &Limits,
     ) -> StoreResult<Option<Millis>> {
-        let mut inv = self.invocation(&self.scripts.touch_pass, Some(limits));
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.touch_pass, Some(limits));
         inv.arg(id).arg(pass_epoch);
-        let (mut r, _) = self.call("touch_pass", &inv).await?;
+        let (mut r, _) = self.calls.call("touch_pass", &inv).await?;
         Ok(if r.flag()? { Some(r.int()?) } else { None })
     }
 
     async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool> {
-        let mut inv = self.invocation(&self.scripts.end_pass, Some(limits));
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.end_pass, Some(limits));
         inv.arg(id).arg(&self.channel);
-        let (mut r, _) = self.call("end_pass", &inv).await?;
+        let (mut r, _) = self.calls.call("end_pass", &inv).await?;
         let had = r.flag()?;
         let until = r.int()?;
         self.revoked
-            .add([(id.to_owned(), until)], local_now(&self.time));
+            .add([(id.to_owned(), until)], local_now(&self.calls.time));
         Ok(had)
     }
 
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
-        let mut inv = self.invocation(&self.scripts.leave_queue, None);
-        inv.arg(id);
-        let (mut r, _) = self.call("leave_queue", &inv).await?;
+        let mut inv = self.calls.invocation(&self.calls.scripts.leave_queue, None);
+        inv.key(self.calls.beat_key(id)).arg(id);
+        let (mut r, _) = self.calls.call("leave_queue", &inv).await?;
         r.flag()
     }
 
@@ -762,7 +913,7 @@ impl Store for RedisStore {
         let mut inv = self.claim_ticket.prepare_invoke();
         inv.key(format!("{}{ip}", self.ip_prefix))
             .key(&self.queue_key)
-            .arg(match &self.time {
+            .arg(match &self.calls.time {
                 TimeSource::Server => -1,
                 TimeSource::Clock(clock) => clock.now_ms(),
             })
@@ -773,14 +924,16 @@ impl Store for RedisStore {
             .arg(JOIN_GRACE_MS)
             .arg(RECHECK_EVERY_MS)
             .arg(RETAIN_LIVE_MS);
-        let mut conn = self.conn.clone();
+        let mut conn = self.calls.conn.clone();
         // Not retried on a broken connection: a claim that ran twice would count twice, and the
         // gate treats a failed claim like a failed join anyway.
-        let value =
-            tokio::time::timeout(self.command_timeout, inv.invoke_async::<Value>(&mut conn))
-                .await
-                .map_err(|_| timed_out(SCRIPT, self.command_timeout))?
-                .map_err(|e| map_error(SCRIPT, e))?;
+        let value = tokio::time::timeout(
+            self.calls.command_timeout,
+            inv.invoke_async::<Value>(&mut conn),
+        )
+        .await
+        .map_err(|_| timed_out(SCRIPT, self.calls.command_timeout))?
+        .map_err(|e| map_error(SCRIPT, e))?;
         let Value::Array(items) = value else {
             return Err(corrupt(SCRIPT, format!("{value:?} for an array")));
         };
@@ -799,7 +952,7 @@ impl Store for RedisStore {
     }
 
     fn is_revoked(&self, id: &str) -> bool {
-        self.revoked.contains(id, local_now(&self.time))
+        self.revoked.contains(id, local_now(&self.calls.time))
     }
 
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {
@@ -808,9 +961,25 @@ impl Store for RedisStore {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .random_range(1..2_147_483_647u32);
-        let mut inv = self.invocation(&self.scripts.admission_round, Some(limits));
+        // The shards to sweep go in KEYS like every key a script touches: asked for first.
+        let mut inv = self.calls.invocation(&self.calls.scripts.due_beats, None);
+        inv.arg(SWEEP_SHARDS_PER_ROUND);
+        let (due, _) = self.calls.call("due_beats", &inv).await?;
+        let due = due.rest_strings()?;
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.admission_round, Some(limits));
+        for shard in &due {
+            if !self.calls.is_beat_key(shard) {
+                return Err(corrupt(
+                    "due_beats",
+                    format!("{shard:?} for a heartbeat shard"),
+                ));
+            }
+            inv.key(shard);
+        }
         inv.arg(fence).arg(seed);
-        let (mut r, _) = self.call("admission_round", &inv).await?;
+        let (mut r, _) = self.calls.call("admission_round", &inv).await?;
         if !r.flag()? {
             return Err(StoreError::NotLeader(fence));
         }
@@ -823,8 +992,8 @@ impl Store for RedisStore {
     }
 
     async fn counts(&self) -> StoreResult<RoomCounts> {
-        let inv = self.invocation(&self.scripts.counts, None);
-        let (mut r, _) = self.call("counts", &inv).await?;
+        let inv = self.calls.invocation(&self.calls.scripts.counts, None);
+        let (mut r, _) = self.calls.call("counts", &inv).await?;
         Ok(RoomCounts {
             passes: r.count()?,
             called: r.count()?,
@@ -839,34 +1008,38 @@ impl Store for RedisStore {
     }
 
     async fn lead(&self, instance: &str, ttl_ms: Millis) -> StoreResult<Option<u64>> {
-        let mut inv = self.invocation(&self.scripts.lead, None);
+        let mut inv = self.calls.invocation(&self.calls.scripts.lead, None);
         inv.arg(instance).arg(ttl_ms);
-        let (mut r, _) = self.call("lead", &inv).await?;
+        let (mut r, _) = self.calls.call("lead", &inv).await?;
         Ok(if r.flag()? { Some(r.count()?) } else { None })
     }
 
     async fn resign(&self, instance: &str) -> StoreResult<()> {
-        let mut inv = self.invocation(&self.scripts.resign, None);
+        let mut inv = self.calls.invocation(&self.calls.scripts.resign, None);
         inv.arg(instance);
-        self.call("resign", &inv).await.map(drop)
+        self.calls.call("resign", &inv).await.map(drop)
     }
 
     async fn leader(&self) -> StoreResult<Option<String>> {
-        let inv = self.invocation(&self.scripts.leader, None);
-        let (mut r, _) = self.call("leader", &inv).await?;
+        let inv = self.calls.invocation(&self.calls.scripts.leader, None);
+        let (mut r, _) = self.calls.call("leader", &inv).await?;
         Ok(if r.flag()? { Some(r.string()?) } else { None })
     }
 
     async fn save_settings(&self, json: &str) -> StoreResult<u64> {
-        let mut inv = self.invocation(&self.scripts.save_settings, None);
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.save_settings, None);
         inv.arg(json);
-        let (mut r, _) = self.call("save_settings", &inv).await?;
+        let (mut r, _) = self.calls.call("save_settings", &inv).await?;
         r.count()
     }
 
     async fn load_settings(&self) -> StoreResult<Option<SavedSettings>> {
-        let inv = self.invocation(&self.scripts.load_settings, None);
-        let (mut r, _) = self.call("load_settings", &inv).await?;
+        let inv = self
+            .calls
+            .invocation(&self.calls.scripts.load_settings, None);
+        let (mut r, _) = self.calls.call("load_settings", &inv).await?;
         Ok(if r.flag()? {
             Some(SavedSettings {
                 version: r.count()?,
@@ -878,28 +1051,58 @@ impl Store for RedisStore {
     }
 
     async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {
-        let mut inv = self.invocation(&self.scripts.keep_alive, Some(limits));
+        let mut by_shard: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
         for id in ids {
-            inv.arg(id);
+            by_shard.entry(beat_shard(id)).or_default().push(id);
         }
-        let (r, _) = self.call("keep_alive", &inv).await?;
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.keep_alive, Some(limits));
+        for (shard, ids) in &by_shard {
+            inv.key(&self.calls.beat_keys[*shard]).arg(ids.len());
+            for id in ids {
+                inv.arg(*id);
+            }
+        }
+        let (r, _) = self.calls.call("keep_alive", &inv).await?;
         r.rest_strings()
     }
 
     async fn epoch(&self) -> StoreResult<String> {
         // Every script answers the epoch first (creating one after a loss): the cheapest serves.
-        let inv = self.invocation(&self.scripts.leader, None);
-        let (_, epoch) = self.call("leader", &inv).await?;
+        let inv = self.calls.invocation(&self.calls.scripts.leader, None);
+        let (_, epoch) = self.calls.call("leader", &inv).await?;
         Ok(epoch)
     }
 
     async fn ping(&self) -> StoreResult<()> {
-        let mut conn = self.conn.clone();
+        let mut conn = self.calls.conn.clone();
         within(
-            self.command_timeout,
+            self.calls.command_timeout,
             redis::cmd("PING").query_async::<String>(&mut conn),
         )
         .await
         .map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_shards_never_change_and_spread_evenly() {
+        // Instances of different versions share a room: the shard of an id is part of the format.
+        assert_eq!(beat_shard("AAAAAAAAAAAAAAAAAAAAAA"), 859);
+        assert_eq!(beat_shard("ZxKkV6nS1-3yq_8hPq2cWw"), 714);
+        let mut per_shard = vec![0u32; BEAT_SHARDS];
+        for _ in 0..100 * BEAT_SHARDS {
+            per_shard[beat_shard(&crate::token::new_visitor_id())] += 1;
+        }
+        let (least, most) = (per_shard.iter().min(), per_shard.iter().max());
+        assert!(
+            least >= Some(&40) && most <= Some(&170),
+            "{least:?}..{most:?}"
+        );
     }
 }

@@ -1,6 +1,6 @@
 -- Store::admission_round. ARGV 12: the caller's fencing token, 13: a seed in [1, 2^31 - 2] for
--- random picks. Answers {epoch, 0} when the token is stale, else
--- {epoch, 1, called, expired, abandoned, no_shows}.
+-- random picks; KEYS 13..: the heartbeat shards to sweep (see due_beats.lua). Answers {epoch, 0}
+-- when the token is stale, else {epoch, 1, called, expired, abandoned, no_shows}.
 local fence, seed = tonumber(ARGV[12]), tonumber(ARGV[13])
 local l = limits()
 
@@ -17,14 +17,31 @@ for _, id in ipairs(no_shows) do
   redis.call('HDEL', K_PLACES, id)
 end
 redis.call('ZREMRANGEBYSCORE', K_CALLED, '-inf', int(now))
-local abandoned = redis.call('ZRANGEBYSCORE', K_BEATS, '-inf', int(now))
-for _, id in ipairs(abandoned) do
-  if place_of(id) then
-    redis.call('HDEL', K_PLACES, id)
-    redis.call('ZREM', K_QUEUE, id)
+-- A lapsed heartbeat in line is an abandoned visitor; a called visitor's (kept until the claim)
+-- just goes. Each swept shard's score becomes its earliest deadline left.
+local abandoned = 0
+for k = 13, #KEYS do
+  local shard = KEYS[k]
+  local beats = redis.call('HGETALL', shard)
+  local earliest
+  for i = 1, #beats, 2 do
+    local id, deadline = beats[i], tonumber(beats[i + 1])
+    if not deadline then
+      corrupt('heartbeat of ' .. id)
+    end
+    if deadline <= now then
+      redis.call('HDEL', shard, id)
+      abandoned = abandoned + redis.call('ZREM', K_QUEUE, id)
+    elseif not earliest or deadline < earliest then
+      earliest = deadline
+    end
+  end
+  if earliest then
+    redis.call('ZADD', K_BEATS, int(earliest), shard)
+  else
+    redis.call('ZREM', K_BEATS, shard)
   end
 end
-redis.call('ZREMRANGEBYSCORE', K_BEATS, '-inf', int(now))
 redis.call('ZREMRANGEBYSCORE', K_REVOKED, '-inf', int(now))
 
 -- Park-Miller: exact in doubles, uniform enough to pick among fewer than 2^31.
@@ -53,13 +70,12 @@ for _ = 1, n do
   -- The place stays recorded until the claim, to measure the wait.
   redis.call('HSET', K_PLACES, id, int(place_of(id)))
   redis.call('ZREM', K_QUEUE, id)
-  redis.call('ZREM', K_BEATS, id)
   redis.call('ZADD', K_CALLED, int(now + l.claim_window_ms), id)
   called = called + 1
 end
 save_bucket(tokens - called, at)
 record_admissions(called)
 redis.call('HINCRBY', K_COUNTERS, 'expired_total', expired)
-redis.call('HINCRBY', K_COUNTERS, 'abandoned_total', #abandoned)
+redis.call('HINCRBY', K_COUNTERS, 'abandoned_total', abandoned)
 redis.call('HINCRBY', K_COUNTERS, 'no_show_total', #no_shows)
-return {epoch, 1, called, expired, #abandoned, #no_shows}
+return {epoch, 1, called, expired, abandoned, #no_shows}

@@ -6,7 +6,8 @@
 --   3 places   HASH  id -> place of a called visitor, kept until the claim (joining again
 --                    keeps the call)
 --                    (a waiting visitor's place is its score in the queue)
---   4 beats    ZSET  id -> heartbeat deadline of a waiting visitor
+--   4 beats    ZSET  heartbeat shard key -> a time at or before the earliest deadline in that
+--                    shard: the shards an admission round must sweep
 --   5 called   ZSET  id -> claim deadline
 --   6 passes   ZSET  id -> pass expiry
 --   7 revoked  ZSET  id -> refused until
@@ -16,6 +17,10 @@
 --                    no_show_total, recent (sum of the recent list), last_place
 --  11 leader   HASH  instance, until, fence, last (the last fence handed out)
 --  12 settings HASH  version, json
+-- A waiting visitor's heartbeat deadline lives in one of many small hashes, `…:beats:<n>` (id ->
+-- deadline; the Rust side picks the shard from the id and passes it in KEYS from 13), so that each
+-- stays in Redis's compact listpack encoding: a heartbeat costs a few dozen bytes, not a sorted set
+-- entry.
 -- ARGV: 1 now in ms (negative: take it from TIME), 2 the epoch this instance saw last ('' if
 -- none), 3 a fresh epoch to use if the data is missing. Scripts given the room limits find them
 -- at 4..11 (capacity, new_users_per_minute, burst, session_ms, abandon_after_ms,
@@ -196,5 +201,12 @@ local function place_of(id)
     corrupt('place of ' .. id)
   end
   return place
+end
+
+-- Sets a heartbeat deadline (an int string), keeping the shard's score in the beats index at or
+-- before its earliest deadline (deadlines only move later, unless abandon_after was lowered).
+local function beat(shard, id, deadline)
+  redis.call('HSET', shard, id, deadline)
+  redis.call('ZADD', K_BEATS, 'LT', deadline, shard)
 end
 

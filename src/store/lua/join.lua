@@ -1,13 +1,14 @@
--- Store::join. ARGV 12: id, 13: the ticket's place ('' for no ticket), 14: the ticket's epoch,
--- 15..18: how a new place is drawn (Placing: 'arrival', 'lottery' window_ms, or 'draw' from_ms
--- until_ms) and the proxy's random number for a draw.
--- A ticket from another epoch was issued before the data was lost: its place is restored.
--- Answers {epoch, place, position, queued}.
-local id, restore = ARGV[12], ARGV[13]
+-- Store::join, for a batch of visitors in arrival order. ARGV 12..14: how a new place is drawn
+-- (Placing: 'arrival', 'lottery' window_ms, or 'draw' from_ms until_ms); ARGV 15..: four per
+-- visitor: its id, its ticket's place ('' for no ticket), its ticket's epoch and the proxy's
+-- random number for a draw; KEYS 13..: each one's heartbeat shard. A ticket from another epoch
+-- was issued before the data was lost: its place is restored.
+-- Answers {epoch, then per visitor: place, position, queued}.
+local l = limits()
 
 -- The span a new arrival draws its place from, as Placing::draw_span: nil for arrival order.
 local function draw_span()
-  local kind, a, b = ARGV[15], tonumber(ARGV[16]), tonumber(ARGV[17])
+  local kind, a, b = ARGV[12], tonumber(ARGV[13]), tonumber(ARGV[14])
   if kind == 'lottery' then
     local window = math.max(a, 1)
     local from = now - (now % window)
@@ -17,33 +18,66 @@ local function draw_span()
   end
   return nil
 end
-if ARGV[14] == epoch then
-  restore = ''
+local draw_from, draw_until = draw_span()
+local deadline = int(now + l.abandon_after_ms)
+local joiners = #KEYS - 12
+-- Checked before anything is written: a script's writes stay even when it fails halfway.
+for i = 1, joiners do
+  local restore = ARGV[12 + 4 * i]
+  if restore ~= '' and not tonumber(restore) then
+    return redis.error_reply('ERR the place to restore is not a number')
+  end
 end
-local l = limits()
-local place = place_of(id)
-if not place then
-  local last = tonumber(redis.call('HGET', K_COUNTERS, 'last_place')) or 0
-  if restore ~= '' then
-    place = tonumber(restore)
-    if not place then
-      return redis.error_reply('ERR the place to restore is not a number')
-    end
-    last = math.max(last, place)
-  else
-    local from, untl = draw_span()
-    if from then
+-- Above every place in line, restored ones included.
+local last = tonumber(redis.call('HGET', K_COUNTERS, 'last_place')) or 0
+local last_before = last
+local queued = redis.call('ZCARD', K_QUEUE)
+-- Every joiner's heartbeat gets the same deadline: the beats index is lowered to it (as beat in
+-- common.lua does) once for all their shards, at the end.
+local due = {}
+
+-- One visitor: its place (kept, restored, or at the back), its position and the line's length.
+local function join(id, restore, ticket_epoch, r, shard)
+  local place = place_of(id)
+  local at_back = false
+  if not place then
+    if restore ~= '' and ticket_epoch ~= epoch then
+      place = tonumber(restore)
+      last = math.max(last, place)
+    elseif draw_from then
       -- As drawn_place in Rust: uniform over the span's places (one per microsecond). Arrivals
       -- in order after the span go behind all of it.
-      place = from * 1000 + tonumber(ARGV[18]) % ((untl - from) * 1000)
-      last = math.max(last, untl * 1000 - 1)
+      place = draw_from * 1000 + r % ((draw_until - draw_from) * 1000)
+      last = math.max(last, draw_until * 1000 - 1)
     else
       place = math.max(last + 1, now * 1000)
       last = place
+      at_back = true
     end
+    queued = queued + redis.call('ZADD', K_QUEUE, int(place), id)
   end
-  redis.call('HSET', K_COUNTERS, 'last_place', int(last))
-  redis.call('ZADD', K_QUEUE, int(place), id)
+  redis.call('HSET', shard, id, deadline)
+  due[#due + 1] = deadline
+  due[#due + 1] = shard
+  if at_back then
+    return place, queued, queued
+  end
+  return place, rank_of(id, place) + 1, queued
 end
-redis.call('ZADD', K_BEATS, int(now + l.abandon_after_ms), id)
-return {epoch, place, rank_of(id, place) + 1, redis.call('ZCARD', K_QUEUE)}
+
+local answer = {epoch}
+for i = 1, joiners do
+  local a = 11 + 4 * i
+  local place, position, line = join(ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]),
+    KEYS[12 + i])
+  answer[#answer + 1] = place
+  answer[#answer + 1] = position
+  answer[#answer + 1] = line
+end
+if #due > 0 then
+  redis.call('ZADD', K_BEATS, 'LT', unpack(due))
+end
+if last ~= last_before then
+  redis.call('HSET', K_COUNTERS, 'last_place', int(last))
+end
+return answer

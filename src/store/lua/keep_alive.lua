@@ -1,19 +1,37 @@
--- Store::keep_alive. ARGV 12..: ids of visitors seen polling since the last call. Slides the
--- heartbeat of those still in line (ZADD XX touches only members: the others left or were
--- called), in batches that stay within Lua's argument limit. Answers {epoch, called ids...}.
+-- Store::keep_alive. KEYS 13..: the heartbeat shards of the visitors seen polling since the last
+-- call; ARGV 12..: for each of those shards in turn, how many visitors, then their ids. Slides the
+-- heartbeat of those still in line (the others left or were called: they have none, or keep the
+-- one they had), in chunks that stay within Lua's argument limit. Answers {epoch, called ids...}.
 local l = limits()
 local deadline = int(now + l.abandon_after_ms)
-local batch = {}
-for i = 12, #ARGV do
-  batch[#batch + 1] = deadline
-  batch[#batch + 1] = ARGV[i]
-  if #batch >= 1000 then
-    redis.call('ZADD', K_BEATS, 'XX', unpack(batch))
-    batch = {}
+local CHUNK = 500
+local at = 12
+for k = 13, #KEYS do
+  local shard, n = KEYS[k], tonumber(ARGV[at])
+  local first, last = at + 1, at + n
+  at = last + 1
+  local slid = false
+  for from = first, last, CHUNK do
+    local ids = {}
+    for i = from, math.min(from + CHUNK - 1, last) do
+      ids[#ids + 1] = ARGV[i]
+    end
+    local had = redis.call('HMGET', shard, unpack(ids))
+    local fields = {}
+    for i, deadline_before in ipairs(had) do
+      if deadline_before then
+        fields[#fields + 1] = ids[i]
+        fields[#fields + 1] = deadline
+      end
+    end
+    if #fields > 0 then
+      redis.call('HSET', shard, unpack(fields))
+      slid = true
+    end
   end
-end
-if #batch > 0 then
-  redis.call('ZADD', K_BEATS, 'XX', unpack(batch))
+  if slid then
+    redis.call('ZADD', K_BEATS, 'LT', deadline, shard)
+  end
 end
 local answer = redis.call('ZRANGE', K_CALLED, 0, -1)
 table.insert(answer, 1, epoch)
