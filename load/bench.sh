@@ -395,6 +395,10 @@ $store_conf
 [admin]
 address = "127.0.0.1:$ADMIN_PORT"
 
+# Like the nginx proxy's access_log off: a line per request is a write per request.
+[log]
+access = false
+
 # One machine plays the whole crowd from one address: the per-address limit on new tickets
 # would refuse it. Off here; on (the defaults) in front of a real shop.
 [rate_limit]
@@ -853,7 +857,7 @@ if ((HAS_REDIS)); then
 - Idle loop, nobody polling, 5 s before (d): ${BG_RATE[redis]} calls/s, ${BG_EVALSHA_RATE[redis]} EVALSHA/s, ${BG_CLIENT_RATE[redis]} client commands/s (a loop tick every 200 ms: lease, admission round, room view; revocation reload every second). The last column subtracts that EVALSHA rate × ${dsec} s."
     CALLS_NOTES+="
 - (d)/(e) measure the steady-state poll path: the run starts once the proxy has known the store's epoch for abandon_after (${ABANDON_S}s; before that every poll is an exact look-up, one EVALSHA each). All $CONNECTIONS connections share one ticket (one visitor's tabs) whose re-issued cookie wrk keeps. Polls are then answered from the ticket and the room view; the loop sends the polled ids in one keep-alive batch per tick; one exact look-up (one EVALSHA) falls due per ticket every min(120 s, abandon_after/2) = 5 s, plus the polls already in flight at that moment (up to ~$CONNECTIONS). So these figures are the floor: a real visitor polls every refresh_interval (20 s by default) and has an exact look-up every 2 min (abandon_after 5 min), i.e. about 1 poll in 6 costs one EVALSHA.
-- (c): a pass is checked locally (signature, expiry, revocation list): Redis sees only the loop. (f), room full: a direct-admission attempt (fails) and then the join script, two EVALSHA per new visitor."
+- (c): a pass is checked locally (signature, expiry, revocation list): Redis sees only the loop. (f), room full: no direct-admission attempt while the room view shows a line; concurrent joins go to Redis as one join script call per batch, so EVALSHA/request is about 1 / the batch size."
 fi
 
 # Part 3: bytes per waiting visitor.
