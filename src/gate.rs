@@ -138,10 +138,8 @@ pub struct Gate {
     turnstile: Option<Turnstile>,
 }
 
-/// Admissions kept for the fairness figures: tau over them costs O(n²) and is worked out again
-/// every `TAU_EVERY` admissions.
+/// Admissions kept for the fairness figures (each claim compares itself with all of them).
 const FAIRNESS_WINDOW: usize = 1000;
-const TAU_EVERY: u64 = 100;
 
 #[derive(Debug)]
 struct Effective {
@@ -740,7 +738,7 @@ impl Gate {
         let compared = window.record(arrived_at, called_at);
         self.metrics.order_inversions.inc_by(compared.inversions);
         self.metrics.order_pairs.inc_by(compared.pairs);
-        if let Some(tau) = window.tau_every(TAU_EVERY) {
+        if let Some(tau) = window.tau() {
             self.metrics.order_tau.set(tau);
         }
     }
