@@ -315,7 +315,8 @@ impl Gate {
     ) -> Option<(Option<u64>, u64)> {
         let seen = ticket.seen;
         let now = self.clock.now_ms();
-        let abandon_after = settings.limits().abandon_after_ms;
+        let limits = settings.limits();
+        let abandon_after = limits.abandon_after_ms;
         let exact_every = EXACT_POLL_EVERY_MS.min(abandon_after / 2);
         let view = self.view.load();
         let settled = now - self.epoch_seen_at.load(Ordering::Relaxed) >= abandon_after;
@@ -325,7 +326,7 @@ impl Gate {
             .as_ref()
             .is_some_and(|e| seen.at < e.times.start_ms);
         // Until its lottery window closes, later arrivals may draw places ahead of a visitor.
-        let seen_while_drawing = match settings.limits().placing {
+        let seen_while_drawing = match limits.placing {
             Placing::Lottery { window_ms } => {
                 let window_ms = window_ms.max(1);
                 seen.at < ticket.arrived_at - ticket.arrived_at.rem_euclid(window_ms) + window_ms

@@ -27,12 +27,7 @@ fn event_opening_now(extra: &str) -> String {
 }
 
 async fn metric(proxy: &TestProxy, name: &str) -> f64 {
-    let text = reqwest::get(format!("{}/metrics", proxy.admin))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = proxy.metrics().await;
     text.lines()
         .find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{']))
         .and_then(|l| l.rsplit(' ').next())
@@ -306,60 +301,37 @@ async fn events_are_listed_added_changed_and_deleted_live() {
     )
     .await;
     assert_eq!(status, 409, "same name twice");
-    let overlapping = serde_json::json!({
-        "name": "drop-2", "event_start_time": at(60), "event_end_time": at(120),
-    });
-    let (status, body) = admin(
-        &proxy,
-        reqwest::Method::POST,
-        "/admin/events",
-        Some(overlapping),
-    )
-    .await;
-    assert_eq!(status, 400);
-    assert!(
-        body["error"].as_str().unwrap().contains("overlaps"),
-        "{body}"
-    );
-    let backwards = serde_json::json!({
-        "name": "drop-3", "event_start_time": at(200), "event_end_time": at(100),
-    });
-    let (status, body) = admin(
-        &proxy,
-        reqwest::Method::POST,
-        "/admin/events",
-        Some(backwards),
-    )
-    .await;
-    assert_eq!(status, 400);
-    assert!(
-        body["error"].as_str().unwrap().contains("event_end_time"),
-        "{body}"
-    );
-    let (status, body) = admin(
-        &proxy,
-        reqwest::Method::POST,
-        "/admin/events",
-        Some(serde_json::json!({ "name": "x", "event_start_time": "tomorrow", "event_end_time": at(5) })),
-    )
-    .await;
-    assert_eq!(status, 400);
-    assert!(
-        body["error"].as_str().unwrap().contains("RFC 3339"),
-        "{body}"
-    );
-    let (status, body) = admin(
-        &proxy,
-        reqwest::Method::POST,
-        "/admin/events",
-        Some(serde_json::json!({ "name": "x", "event_start_time": at(300), "event_end_time": at(400), "total_active_users": 5 })),
-    )
-    .await;
-    assert_eq!(status, 400);
-    assert!(
-        body["error"].as_str().unwrap().contains("together"),
-        "{body}"
-    );
+    for (refused, needle) in [
+        (
+            serde_json::json!({ "name": "drop-2", "event_start_time": at(60), "event_end_time": at(120) }),
+            "overlaps",
+        ),
+        (
+            serde_json::json!({ "name": "drop-3", "event_start_time": at(200), "event_end_time": at(100) }),
+            "event_end_time",
+        ),
+        (
+            serde_json::json!({ "name": "x", "event_start_time": "tomorrow", "event_end_time": at(5) }),
+            "RFC 3339",
+        ),
+        (
+            serde_json::json!({ "name": "x", "event_start_time": at(300), "event_end_time": at(400), "total_active_users": 5 }),
+            "together",
+        ),
+    ] {
+        let (status, body) = admin(
+            &proxy,
+            reqwest::Method::POST,
+            "/admin/events",
+            Some(refused),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["error"].as_str().unwrap().contains(needle),
+            "{needle}: {body}"
+        );
+    }
 
     // Suspending it lets the room's own settings govern again.
     let (status, changed) = admin(

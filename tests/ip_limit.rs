@@ -52,12 +52,7 @@ fn retry_after(answer: &Answer) -> u64 {
 }
 
 async fn metric(proxy: &TestProxy, series: &str) -> u64 {
-    let text = reqwest::get(format!("{}/metrics", proxy.admin))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = proxy.metrics().await;
     text.lines()
         .find_map(|l| l.strip_prefix(series))
         .map_or(0, |v| v.trim().parse().unwrap())

@@ -695,12 +695,7 @@ async fn metrics_are_labelled_and_count_outcomes() {
     proxy.visitor().get("/").await;
     proxy.visitor().get("/").await;
     proxy.tick().await;
-    let text = reqwest::get(format!("{}/metrics", proxy.admin))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = proxy.metrics().await;
     for line in [
         "waitroom_occupancy{room=\"test-room\"} 1",
         "waitroom_capacity{room=\"test-room\"} 1",
@@ -796,12 +791,7 @@ async fn a_dead_or_slow_origin_gets_a_branded_page_and_nobody_loses_a_pass() {
         v.get("/").await.reached_origin(),
         "the pass survived the timeout"
     );
-    let metrics = reqwest::get(format!("{}/metrics", live.admin))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = live.metrics().await;
     assert!(metrics.contains("waitroom_upstream_errors_total{kind=\"timeout\""));
 }
 
@@ -928,11 +918,6 @@ async fn staff_and_monitoring_skip_the_room_by_address_header_or_cookie() {
     }
     let state = untrusted.state().await;
     assert_eq!(state["occupancy"], 1, "bypassed traffic is not counted");
-    let metrics = reqwest::get(format!("{}/metrics", untrusted.admin))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = untrusted.metrics().await;
     assert!(metrics.contains("waitroom_requests_total{outcome=\"bypassed\",room=\"test-room\"} 3"));
 }

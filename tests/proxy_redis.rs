@@ -473,12 +473,7 @@ async fn a_redis_outage_is_survived_closed_or_open_and_recovered_without_restart
         "open: new visitors pass"
     );
     assert_eq!(ready(&closed).await, 503);
-    let metrics = reqwest::get(format!("{}/metrics", closed.admin))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = closed.metrics().await;
     assert!(
         metrics.contains("waitroom_store_up{room=\"test-room\"} 0"),
         "{metrics}"

@@ -110,12 +110,7 @@ async fn the_origin_is_reached_over_tls_with_sni_and_a_custom_ca() {
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(answer.body, "origin:/cart");
     assert!(front.names_seen().contains(&Some("origin.test".to_owned())));
-    let metrics = reqwest::get(format!("{}/metrics", proxy.admin))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = proxy.metrics().await;
     assert!(
         metrics.contains("waitroom_origin_responses_total{class=\"2xx\",room=\"test-room\"} 1"),
         "{metrics}"
@@ -140,12 +135,7 @@ async fn an_origin_certificate_nobody_vouches_for_gets_the_branded_502() {
         answer.body
     );
     assert!(answer.body.contains("The shop is not answering right now"));
-    let metrics = reqwest::get(format!("{}/metrics", proxy.admin))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = proxy.metrics().await;
     assert!(
         metrics.contains("waitroom_upstream_errors_total{kind=\"tls\",room=\"test-room\"} 1"),
         "{metrics}"

@@ -60,17 +60,8 @@ fn form(token: &str) -> String {
     format!("{TOKEN_FIELD}={token}")
 }
 
-async fn metrics(proxy: &TestProxy) -> String {
-    reqwest::get(format!("{}/metrics", proxy.admin))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-}
-
 async fn counted(proxy: &TestProxy, series: &str) -> u64 {
-    let text = metrics(proxy).await;
+    let text = proxy.metrics().await;
     let prefix = format!("{series} ");
     text.lines()
         .find_map(|l| l.strip_prefix(prefix.as_str()))

@@ -100,8 +100,8 @@ impl FairnessWindow {
 #[cfg(test)]
 mod tests {
     use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
     use rand::seq::SliceRandom;
+    use rand::{Rng, SeedableRng};
 
     use super::*;
 

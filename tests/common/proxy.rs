@@ -228,6 +228,16 @@ impl TestProxy {
         admin_state(&self.admin).await
     }
 
+    /// The admin listener's Prometheus text.
+    pub async fn metrics(&self) -> String {
+        reqwest::get(format!("{}/metrics", self.admin))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// Runs one admission step now, instead of waiting for the loop.
     pub async fn tick(&self) {
         self.running.parts.admission.tick().await;
