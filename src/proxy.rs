@@ -102,6 +102,28 @@ fn cookies(req: &RequestHeader) -> Option<Cow<'_, str>> {
     }
 }
 
+/// Everything the gate may look at in a request, built the same way for the protected route and
+/// for the reserved paths, so that none of them skips a check that needs the client (the
+/// per-address limit, a bypass, Turnstile's remoteip).
+fn request_view<'a>(
+    req: &'a RequestHeader,
+    path: &'a str,
+    cookie: Option<&'a str>,
+    client_ip: Option<IpAddr>,
+) -> RequestView<'a> {
+    RequestView {
+        host: host(req),
+        path,
+        query: req.uri.query(),
+        accept: header_str(req, "accept"),
+        accept_language: header_str(req, "accept-language"),
+        cookie,
+        client_ip,
+        headers: Some(&req.headers),
+        turnstile_passed: false,
+    }
+}
+
 /// The whole request body, or None when it is larger than `MAX_OWN_BODY`.
 async fn read_body(session: &mut Session) -> pingora::Result<Option<Vec<u8>>> {
     let mut body = Vec::new();
@@ -129,13 +151,7 @@ impl WaitroomProxy {
                     let client_ip = self.client_ip(session);
                     let req = session.req_header();
                     let cookie = cookies(req);
-                    let view = RequestView {
-                        host: host(req),
-                        path,
-                        cookie: cookie.as_deref(),
-                        client_ip,
-                        ..RequestView::default()
-                    };
+                    let view = request_view(req, path, cookie.as_deref(), client_ip);
                     self.gate.answer_challenge(&view, &form).await
                 }
             },
@@ -145,14 +161,10 @@ impl WaitroomProxy {
                     session.set_keepalive(None);
                     Reply::text(413, "request body too large\n")
                 } else {
+                    let client_ip = self.client_ip(session);
                     let req = session.req_header();
                     let cookie = cookies(req);
-                    let view = RequestView {
-                        host: host(req),
-                        path,
-                        cookie: cookie.as_deref(),
-                        ..RequestView::default()
-                    };
+                    let view = request_view(req, path, cookie.as_deref(), client_ip);
                     if is_status {
                         self.gate.status(&view).await
                     } else {
@@ -181,15 +193,11 @@ impl WaitroomProxy {
             .await?;
         let started = tokio::time::Instant::now();
         let mut last = None;
+        let client_ip = self.client_ip(session);
         loop {
             let req = session.req_header();
             let cookie = cookies(req);
-            let view = RequestView {
-                host: host(req),
-                path: "/",
-                cookie: cookie.as_deref(),
-                ..RequestView::default()
-            };
+            let view = request_view(req, "/", cookie.as_deref(), client_ip);
             let (body, done) = self.gate.watch(&view).await;
             let fingerprint = Some(body.fingerprint());
             if fingerprint != last {
@@ -265,17 +273,7 @@ impl ProxyHttp for WaitroomProxy {
         let req = session.req_header();
         let head_only = req.method == http::Method::HEAD;
         let cookie = cookies(req);
-        let view = RequestView {
-            host: host(req),
-            path: &path,
-            query: req.uri.query(),
-            accept: header_str(req, "accept"),
-            accept_language: header_str(req, "accept-language"),
-            cookie: cookie.as_deref(),
-            client_ip,
-            headers: Some(&req.headers),
-            turnstile_passed: false,
-        };
+        let view = request_view(req, &path, cookie.as_deref(), client_ip);
         let verdict = self.gate.decide(&view).await;
         ctx.decision = verdict.outcome().label();
         match verdict {

@@ -136,6 +136,34 @@ async fn one_address_flooding_is_held_to_its_rate_while_others_keep_their_pace()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_endpoint_is_held_to_the_same_limit() {
+    let burst = 3;
+    let proxy = memory_proxy(
+        "total_active_users = 1\nnew_users_per_minute = 60\nqueue_all = true",
+        &format!(
+            "[rate_limit]\ntickets_per_ip_per_minute = 60\nburst = {burst}\n\
+             max_live_tickets_per_ip = 0"
+        ),
+    );
+    let base = proxy.visitor();
+    // A JSON client without a cookie gets its ticket from /__waitroom/status: a flood of them
+    // from one address meets the same budget as the protected route.
+    let mut tickets = 0;
+    for _ in 0..10 {
+        let answer = from(&base, FLOODER).get("/__waitroom/status").await;
+        if got_ticket(&answer) {
+            tickets += 1;
+        } else {
+            assert_eq!(answer.status, 429, "{}", answer.body);
+        }
+    }
+    assert_eq!(tickets, burst);
+    assert!(got_ticket(
+        &from(&base, "198.51.100.7").get("/__waitroom/status").await
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_live_cap_holds_and_frees_when_tickets_leave_or_are_let_in() {
     let proxy = memory_proxy(
         "total_active_users = 1\nnew_users_per_minute = 100",
