@@ -11,6 +11,7 @@ use serde::Deserialize;
 use crate::admission::AdmissionLoop;
 use crate::config::RoomSettings;
 use crate::config::file::EventSection;
+use crate::config::model::merge_patch;
 use crate::core::schedule::Phase;
 use crate::gate::Gate;
 use crate::reload::{ReloadError, Reloader};
@@ -186,22 +187,10 @@ impl AdminApp {
                 let serde_json::Value::Object(changes) = patch else {
                     return error(400, "body must be a JSON object of event keys");
                 };
-                let mut merged = match serde_json::to_value(&section.events[i]) {
-                    Ok(serde_json::Value::Object(m)) => m,
-                    _ => return error(500, "cannot encode the event"),
+                let event = match merge_patch(&section.events[i], &changes) {
+                    Ok(event) => event,
+                    Err(e) => return error(400, format!("not an event: {e}")),
                 };
-                for (key, value) in changes {
-                    if value.is_null() {
-                        merged.remove(&key);
-                    } else {
-                        merged.insert(key, value);
-                    }
-                }
-                let event: EventSection =
-                    match serde_json::from_value(serde_json::Value::Object(merged)) {
-                        Ok(event) => event,
-                        Err(e) => return error(400, format!("not an event: {e}")),
-                    };
                 if event.name != name && find(&section.events, &event.name).is_some() {
                     return error(409, format!("an event named {:?} exists", event.name));
                 }

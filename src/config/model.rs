@@ -431,15 +431,7 @@ impl RoomSettings {
                 ));
             }
         }
-        let mut merged = serde_json::to_value(&self.section)
-            .map_err(|e| invalid("room", format!("cannot be serialised: {e}")))?;
-        if let serde_json::Value::Object(current) = &mut merged {
-            for (key, value) in changes {
-                current.insert(key.clone(), value.clone());
-            }
-        }
-        let section: RoomSection =
-            serde_json::from_value(merged).map_err(|e| invalid("room", e.to_string()))?;
+        let section = merge_patch(&self.section, changes).map_err(|e| invalid("room", e))?;
         Self::from_section(&section)
     }
 
@@ -461,6 +453,30 @@ impl RoomSettings {
                 && !self.prequeueing(),
         }
     }
+}
+
+/// `current` with the keys of a JSON object patch set, as a live change of a file section: a null
+/// removes the key (back to its default, or unset).
+pub fn merge_patch<T>(
+    current: &T,
+    changes: &serde_json::Map<String, serde_json::Value>,
+) -> Result<T, String>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let serde_json::Value::Object(mut merged) =
+        serde_json::to_value(current).map_err(|e| format!("cannot be serialised: {e}"))?
+    else {
+        return Err("is not a table".into());
+    };
+    for (key, value) in changes {
+        if value.is_null() {
+            merged.remove(key);
+        } else {
+            merged.insert(key.clone(), value.clone());
+        }
+    }
+    serde_json::from_value(serde_json::Value::Object(merged)).map_err(|e| e.to_string())
 }
 
 fn crawler_ranges(s: &RoomSection) -> Result<Vec<(String, Cidr)>, ConfigError> {
