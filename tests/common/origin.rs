@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
+use tokio::net::tcp::OwnedReadHalf;
 
 #[derive(Default)]
 pub struct Seen {
@@ -72,40 +73,74 @@ where
     addr
 }
 
+/// One HTTP/1.1 request as the tests' servers read it: the request line, the headers (names in
+/// lower case, values trimmed) and the body.
+pub struct Request {
+    pub line: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The next request on a keep-alive connection; None once the client closed it.
+pub async fn read_request(
+    reader: &mut BufReader<OwnedReadHalf>,
+) -> std::io::Result<Option<Request>> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).await? == 0 {
+        return Ok(None);
+    }
+    let mut headers = Vec::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).await?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (name, value) = header.split_once(':').unwrap_or((header, ""));
+        headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
+    }
+    let length = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).await?;
+    Ok(Some(Request {
+        line,
+        headers,
+        body,
+    }))
+}
+
 async fn serve(stream: tokio::net::TcpStream, seen: Arc<Mutex<Seen>>) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).await? == 0 {
-            return Ok(());
+    while let Some(request) = read_request(&mut reader).await? {
+        let path = request
+            .line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or("/")
+            .to_owned();
+        let room_cookie = request.header("cookie").and_then(|cookie| {
+            cookie
+                .split(';')
+                .find_map(|kv| kv.trim().strip_prefix("waitroom=").map(str::to_owned))
+        });
+        if request.header("cf-waiting-room-command").is_some() {
+            seen.lock().unwrap().command_headers_in_requests += 1;
         }
-        let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
-        let mut content_length = 0usize;
-        let mut room_cookie = None;
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header).await?;
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            let (name, value) = header.split_once(':').unwrap_or((header, ""));
-            let (name, value) = (name.to_ascii_lowercase(), value.trim());
-            if name == "content-length" {
-                content_length = value.parse().unwrap_or(0);
-            }
-            if name == "cookie" {
-                room_cookie = value
-                    .split(';')
-                    .find_map(|kv| kv.trim().strip_prefix("waitroom=").map(str::to_owned));
-            }
-            if name == "cf-waiting-room-command" {
-                seen.lock().unwrap().command_headers_in_requests += 1;
-            }
-        }
-        let mut body = vec![0; content_length];
-        reader.read_exact(&mut body).await?;
         seen.lock()
             .unwrap()
             .requests
@@ -126,4 +161,5 @@ async fn serve(stream: tokio::net::TcpStream, seen: Arc<Mutex<Seen>>) -> std::io
         );
         write.write_all(response.as_bytes()).await?;
     }
+    Ok(())
 }

@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 
-use super::origin::serve_in_background;
+use super::origin::{read_request, serve_in_background};
 
 pub const PASS_SECRET: &str = "1x0000000000000000000000000000000AA";
 pub const FAIL_SECRET: &str = "2x0000000000000000000000000000000AA";
@@ -124,32 +124,11 @@ async fn serve(
 ) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).await? == 0 {
-            return Ok(());
-        }
-        let is_post = line.starts_with("POST ");
-        let mut content_length = 0usize;
-        let mut form_encoded = false;
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header).await?;
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            let (name, value) = header.split_once(':').unwrap_or((header, ""));
-            match name.to_ascii_lowercase().as_str() {
-                "content-length" => content_length = value.trim().parse().unwrap_or(0),
-                "content-type" => {
-                    form_encoded = value.trim() == "application/x-www-form-urlencoded";
-                }
-                _ => {}
-            }
-        }
-        let mut body = vec![0; content_length];
-        reader.read_exact(&mut body).await?;
+    while let Some(request) = read_request(&mut reader).await? {
+        let is_post = request.line.starts_with("POST ");
+        let form_encoded =
+            request.header("content-type") == Some("application/x-www-form-urlencoded");
+        let body = request.body;
         let (status, text) = if !is_post || !form_encoded {
             ("405 Method Not Allowed", "{}".to_owned())
         } else {
@@ -178,4 +157,5 @@ async fn serve(
         );
         write.write_all(response.as_bytes()).await?;
     }
+    Ok(())
 }
