@@ -24,6 +24,7 @@ pub mod page;
 pub mod proxy;
 pub mod reload;
 pub mod reply;
+pub mod request;
 pub mod route;
 pub mod server;
 pub mod status;

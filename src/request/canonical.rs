@@ -1,0 +1,870 @@
+//! One canonical request-target and one host, computed once before any decision (issue #12).
+//!
+//! A gate that decides on one spelling of a request and forwards another is bypassable: the
+//! origin resolves the forwarded bytes its own way. So the gate decides on the [`Target`] made
+//! here and the proxy forwards exactly [`Target::origin_form`]: what was decided on is what the
+//! origin receives.
+//!
+//! The path is normalised per RFC 3986: escapes of unreserved characters decoded and the hex of
+//! the others upper-cased (6.2.2.1, 6.2.2.2), repeated slashes merged, dot segments (plain and
+//! encoded) resolved with the remove_dot_segments algorithm of 5.2.4. What different origins
+//! would read differently is refused with 400 rather than guessed at: an encoded `/` or `\`, a
+//! raw `\`, control characters, malformed escapes, a fragment, `..` above the root, a segment
+//! that is a dot segment once its `;parameters` are removed (`..;`), and a `..` whose meaning
+//! depends on whether the origin merges empty segments first (`//..`, `;x/..`).
+//!
+//! Room prefixes, bypass patterns and the reserved prefix match [`Target::match_path`]: the
+//! canonical path with every segment's `;parameters` removed (Tomcat, Jetty and Spring strip them
+//! before routing, so `/checkout;x.css` is `/checkout` to them).
+//!
+//! Pure and allocation-free for a target that needs no change: this runs on every request.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::net::Ipv6Addr;
+
+use http::Method;
+
+/// The longest canonical target: what `http::uri::PathAndQuery` holds, so forwarding it with
+/// `RequestHeader::set_uri` cannot fail.
+pub const MAX_TARGET_LEN: usize = u16::MAX as usize - 1;
+
+/// Why a request is refused before any decision; never forwarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.reason())]
+pub enum Refusal {
+    /// No request-target at all.
+    EmptyTarget,
+    /// Not origin-form, not `http(s)://` absolute-form, not `*`: authority-form (CONNECT),
+    /// another scheme, a relative or query-only target.
+    UnsupportedForm,
+    /// `*` is the target of `OPTIONS` only.
+    AsteriskNotOptions,
+    /// A `#`: a fragment is never part of a request-target.
+    Fragment,
+    /// A `%` not followed by two hex digits.
+    MalformedEscape,
+    /// `%2F` or `%5C` in the path: decoded by some origins into a separator.
+    EncodedSeparator,
+    /// A raw `\` in the path: a `/` to WHATWG URL parsers and IIS.
+    Backslash,
+    /// A raw control character (0x00-0x1F, 0x7F) in the request-target.
+    ControlCharacter,
+    /// An encoded control character (`%00`-`%1F`, `%7F`) in the path.
+    EncodedControlCharacter,
+    /// A segment that is `.` or `..` once its `;parameters` are removed (`..;`, `.;x`).
+    DotSegmentWithParameters,
+    /// A `..` that would climb above the root.
+    AboveRoot,
+    /// A `..` after an empty segment (`//..`, `/;x/..`): resolved one way by parsers that keep
+    /// empty segments (WHATWG) and another by those that merge them first (nginx, Tomcat).
+    AmbiguousDotSegment,
+    /// The canonical target is longer than [`MAX_TARGET_LEN`].
+    TooLong,
+    /// An empty host in a Host line that must name one, an `:authority` or absolute-form target.
+    EmptyHost,
+    /// A host that is neither a DNS-style name nor an IP literal.
+    InvalidHostName,
+    /// A bracketed literal that is not an IPv6 address (IPvFuture, zone identifiers refused).
+    InvalidIpLiteral,
+    /// A port that is empty, not digits, 0 or above 65535.
+    InvalidPort,
+    /// `user@` in an authority.
+    UserInfo,
+    /// More than one Host line.
+    DuplicateHost,
+    /// An absolute-form target without a Host line, or (the caller's call) a request without the
+    /// host that this deployment requires.
+    MissingHost,
+    /// Host and `:authority` or the absolute-form authority name different authorities.
+    HostMismatch,
+    /// A valid host that this proxy does not serve; the caller decides this one (421).
+    UnknownHost,
+}
+
+impl Refusal {
+    /// The response status: 421 for a host this proxy does not serve, 414 for a target too
+    /// long, 400 for everything else.
+    pub fn status(&self) -> u16 {
+        match self {
+            Refusal::UnknownHost => 421,
+            Refusal::TooLong => 414,
+            _ => 400,
+        }
+    }
+
+    /// A short reason for the response body and the log line.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Refusal::EmptyTarget => "empty request-target",
+            Refusal::UnsupportedForm => "unsupported request-target form",
+            Refusal::AsteriskNotOptions => {
+                "asterisk-form request-target for a method other than OPTIONS"
+            }
+            Refusal::Fragment => "fragment in request-target",
+            Refusal::MalformedEscape => "malformed percent-escape",
+            Refusal::EncodedSeparator => "encoded slash or backslash in path",
+            Refusal::Backslash => "backslash in path",
+            Refusal::ControlCharacter => "control character in request-target",
+            Refusal::EncodedControlCharacter => "encoded control character in path",
+            Refusal::DotSegmentWithParameters => "dot segment with parameters",
+            Refusal::AboveRoot => "dot-dot segment above the root",
+            Refusal::AmbiguousDotSegment => "ambiguous dot-dot segment after an empty segment",
+            Refusal::TooLong => "request-target too long",
+            Refusal::EmptyHost => "empty host",
+            Refusal::InvalidHostName => "invalid host name",
+            Refusal::InvalidIpLiteral => "invalid IP literal",
+            Refusal::InvalidPort => "invalid port",
+            Refusal::UserInfo => "user information in authority",
+            Refusal::DuplicateHost => "more than one Host header",
+            Refusal::MissingHost => "missing Host header",
+            Refusal::HostMismatch => "Host disagrees with the request's authority",
+            Refusal::UnknownHost => "host not served here",
+        }
+    }
+}
+
+/// The request-target the gate decides on and the origin receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target<'a> {
+    /// The origin-form target to forward (`path[?query]`), or `*`.
+    forward: Cow<'a, str>,
+    /// Length of the path in `forward`; the query (if any) starts after a `?` there.
+    path_len: usize,
+    /// The path with `;parameters` removed, when it differs from the path.
+    match_path: Option<String>,
+    /// The authority of an absolute-form target.
+    authority: Option<Authority<'a>>,
+    /// Whether `forward` is byte for byte the target as received.
+    verbatim: bool,
+}
+
+impl<'a> Target<'a> {
+    /// The canonical path, `;parameters` kept: what is forwarded. `*` for asterisk-form.
+    pub fn path(&self) -> &str {
+        &self.forward[..self.path_len]
+    }
+
+    /// The canonical path with every segment's `;parameters` removed (and the segments left
+    /// empty by that merged): what room prefixes, bypass patterns and the reserved prefix
+    /// `/__waitroom/` are matched against. `*` for asterisk-form.
+    pub fn match_path(&self) -> &str {
+        self.match_path.as_deref().unwrap_or_else(|| self.path())
+    }
+
+    /// The query as received (without the `?`), escapes untouched; raw bytes that a URI cannot
+    /// hold (space, `"`, `<`, `>`, non-ASCII) percent-encoded. `Some("")` for a bare `?`.
+    pub fn query(&self) -> Option<&str> {
+        self.forward.get(self.path_len + 1..)
+    }
+
+    /// The authority of an absolute-form target; `None` for origin-form and `*`.
+    pub fn authority(&self) -> Option<&Authority<'a>> {
+        self.authority.as_ref()
+    }
+
+    /// Whether this is the asterisk-form `OPTIONS *`.
+    pub fn is_asterisk(&self) -> bool {
+        self.forward == "*"
+    }
+
+    /// The exact request-target to forward: origin-form `path[?query]`, or `*`. Always ASCII and
+    /// always accepted by `http::uri::PathAndQuery`.
+    pub fn origin_form(&self) -> &str {
+        &self.forward
+    }
+
+    /// Whether [`Self::origin_form`] is byte for byte the target as received, so the upstream
+    /// request needs no rewrite.
+    pub fn is_verbatim(&self) -> bool {
+        self.verbatim
+    }
+
+    /// The target to forward when it differs from the one received; `None` when the received
+    /// one can be forwarded as it is.
+    pub fn rewritten(&self) -> Option<&str> {
+        (!self.verbatim).then(|| self.origin_form())
+    }
+
+    /// An owned copy, for keeping past the request header's lifetime.
+    pub fn into_owned(self) -> Target<'static> {
+        Target {
+            forward: Cow::Owned(self.forward.into_owned()),
+            path_len: self.path_len,
+            match_path: self.match_path,
+            authority: self.authority.map(Authority::into_owned),
+            verbatim: self.verbatim,
+        }
+    }
+}
+
+/// The canonical form of a request-target, or why it is refused.
+///
+/// `raw` is the request-target exactly as received: for HTTP/1 the request line's target
+/// (`RequestHeader::raw_path()`), for HTTP/2 the `:path`. Accepted: origin-form, `http://` or
+/// `https://` absolute-form (scheme case-insensitive; an empty path is `/`), and `*` for
+/// `OPTIONS`. Any method may carry an origin-form target (extended CONNECT does); authority-form
+/// is refused.
+pub fn canonical_target<'a>(method: &Method, raw: &'a [u8]) -> Result<Target<'a>, Refusal> {
+    match raw {
+        [] => Err(Refusal::EmptyTarget),
+        [b'/', ..] => origin_form(raw, None, true),
+        [b'*'] if method == Method::OPTIONS => Ok(Target {
+            forward: Cow::Borrowed("*"),
+            path_len: 1,
+            match_path: None,
+            authority: None,
+            verbatim: true,
+        }),
+        [b'*'] => Err(Refusal::AsteriskNotOptions),
+        _ => {
+            let (authority, rest) = split_absolute_form(raw).ok_or(Refusal::UnsupportedForm)?;
+            let authority = Authority::parse(authority)?;
+            match rest {
+                [] => Ok(Target {
+                    forward: Cow::Borrowed("/"),
+                    path_len: 1,
+                    match_path: None,
+                    authority: Some(authority),
+                    verbatim: false,
+                }),
+                [b'/', ..] => origin_form(rest, Some(authority), false),
+                [b'?', ..] => {
+                    let mut target = Vec::with_capacity(rest.len() + 1);
+                    target.push(b'/');
+                    target.extend_from_slice(rest);
+                    let owned = origin_form(&target, Some(authority), false)?;
+                    Ok(owned.into_owned())
+                }
+                _ => Err(Refusal::Fragment),
+            }
+        }
+    }
+}
+
+/// `http://` or `https://` (any case): the authority (up to `/`, `?` or `#`) and the rest.
+fn split_absolute_form(raw: &[u8]) -> Option<(&[u8], &[u8])> {
+    let after_scheme = if raw.len() >= 7 && raw[..7].eq_ignore_ascii_case(b"http://") {
+        &raw[7..]
+    } else if raw.len() >= 8 && raw[..8].eq_ignore_ascii_case(b"https://") {
+        &raw[8..]
+    } else {
+        return None;
+    };
+    let end = after_scheme
+        .iter()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(after_scheme.len());
+    Some(after_scheme.split_at(end))
+}
+
+/// `path[?query]`, the path starting with `/`.
+fn origin_form<'a>(
+    target: &'a [u8],
+    authority: Option<Authority<'a>>,
+    received_as_is: bool,
+) -> Result<Target<'a>, Refusal> {
+    let (path, query) = match target.iter().position(|&b| b == b'?') {
+        Some(q) => (&target[..q], Some(&target[q + 1..])),
+        None => (target, None),
+    };
+    let query_clean = match query {
+        Some(query) => check_query(query)?,
+        None => true,
+    };
+    let (path_clean, has_params) = match scan_path(path) {
+        PathScan::Clean { has_params } => (true, has_params),
+        PathScan::NeedsWork => (false, false),
+    };
+
+    let (forward, path_len) = if path_clean && query_clean {
+        // Validated above: every byte is ASCII.
+        let text = std::str::from_utf8(target).map_err(|_| Refusal::ControlCharacter)?;
+        (Cow::Borrowed(text), path.len())
+    } else {
+        let mut out = String::with_capacity(target.len() + 8);
+        if path_clean {
+            out.push_str(std::str::from_utf8(path).map_err(|_| Refusal::ControlCharacter)?);
+        } else {
+            normalise_path(path, &mut out)?;
+        }
+        let path_len = out.len();
+        if let Some(query) = query {
+            out.push('?');
+            push_query(query, &mut out);
+        }
+        (Cow::Owned(out), path_len)
+    };
+    if forward.len() > MAX_TARGET_LEN {
+        return Err(Refusal::TooLong);
+    }
+    let path_text = &forward[..path_len];
+    let needs_strip = if path_clean {
+        has_params
+    } else {
+        has_parameters(path_text)
+    };
+    let match_path = needs_strip.then(|| strip_parameters(path_text));
+    let verbatim = received_as_is && matches!(forward, Cow::Borrowed(_));
+    Ok(Target {
+        forward,
+        path_len,
+        match_path,
+        authority,
+        verbatim,
+    })
+}
+
+// Byte classes of the request-target.
+/// Unreserved but `.`, sub-delims but `;`, `:` and `@`: kept as they are.
+const C_PLAIN: u8 = 1;
+const C_DOT: u8 = 2;
+const C_SEMICOLON: u8 = 3;
+const C_PERCENT: u8 = 4;
+const C_SLASH: u8 = 5;
+/// Printable ASCII that RFC 3986 does not allow raw in a path, and bytes >= 0x80: encoded.
+const C_ENCODE: u8 = 6;
+const C_CONTROL: u8 = 7;
+const C_BACKSLASH: u8 = 8;
+const C_HASH: u8 = 9;
+const C_QUESTION: u8 = 10;
+
+const fn byte_classes() -> [u8; 256] {
+    let mut table = [C_ENCODE; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        table[i] = match b {
+            0x00..=0x1F | 0x7F => C_CONTROL,
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'~' => C_PLAIN,
+            b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b'=' => C_PLAIN,
+            b':' | b'@' => C_PLAIN,
+            b'.' => C_DOT,
+            b';' => C_SEMICOLON,
+            b'%' => C_PERCENT,
+            b'/' => C_SLASH,
+            b'\\' => C_BACKSLASH,
+            b'#' => C_HASH,
+            b'?' => C_QUESTION,
+            _ => C_ENCODE,
+        };
+        i += 1;
+    }
+    table
+}
+
+static CLASS: [u8; 256] = byte_classes();
+
+fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    }
+}
+
+/// The value of an upper-case hex digit (the canonical spelling of an escape).
+fn upper_hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' | b'A'..=b'F' => hex_value(b),
+        _ => None,
+    }
+}
+
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+
+fn push_escape(out: &mut String, b: u8) {
+    out.push('%');
+    out.push(char::from(HEX_UPPER[usize::from(b >> 4)]));
+    out.push(char::from(HEX_UPPER[usize::from(b & 0x0F)]));
+}
+
+enum PathScan {
+    /// Already canonical; whether some segment has `;parameters` (`;` or `%3B`).
+    Clean { has_params: bool },
+    /// Something to decode, encode, resolve, merge or refuse: [`normalise_path`] decides.
+    NeedsWork,
+}
+
+/// The fast path: whether `path` (starting with `/`) is already canonical. Refuses nothing
+/// itself; anything unusual goes to [`normalise_path`].
+fn scan_path(path: &[u8]) -> PathScan {
+    let mut has_params = false;
+    let mut segment_start = 1;
+    // Where the current segment's parameters start (its first `;` or `%3B`).
+    let mut params_start = None;
+    let mut i = 1;
+    while i < path.len() {
+        match CLASS[usize::from(path[i])] {
+            C_PLAIN | C_DOT => {}
+            C_SEMICOLON => {
+                has_params = true;
+                params_start.get_or_insert(i);
+            }
+            C_PERCENT => {
+                // Only upper-case escapes of bytes that stay encoded and are allowed.
+                let hi = path.get(i + 1).copied().and_then(upper_hex_value);
+                let lo = path.get(i + 2).copied().and_then(upper_hex_value);
+                let (Some(hi), Some(lo)) = (hi, lo) else {
+                    return PathScan::NeedsWork;
+                };
+                let decoded = (hi << 4) | lo;
+                if is_unreserved(decoded)
+                    || CLASS[usize::from(decoded)] == C_CONTROL
+                    || matches!(decoded, b'/' | b'\\')
+                {
+                    return PathScan::NeedsWork;
+                }
+                if decoded == b';' {
+                    has_params = true;
+                    params_start.get_or_insert(i);
+                }
+                i += 2;
+            }
+            C_SLASH => {
+                let segment = &path[segment_start..i];
+                if segment.is_empty() || is_dot_segment(segment, params_start, segment_start) {
+                    return PathScan::NeedsWork;
+                }
+                segment_start = i + 1;
+                params_start = None;
+            }
+            _ => return PathScan::NeedsWork,
+        }
+        i += 1;
+    }
+    // The last segment may be empty (a trailing slash) but not a dot segment.
+    if is_dot_segment(&path[segment_start..], params_start, segment_start) {
+        return PathScan::NeedsWork;
+    }
+    PathScan::Clean { has_params }
+}
+
+/// Whether `segment` is `.` or `..` once its parameters (starting at the absolute index
+/// `params_start`) are removed.
+fn is_dot_segment(segment: &[u8], params_start: Option<usize>, segment_start: usize) -> bool {
+    let name = match params_start {
+        Some(p) => &segment[..p - segment_start],
+        None => segment,
+    };
+    matches!(name, b"." | b"..")
+}
+
+/// Where a canonical segment's parameters start: its first `;` or `%3B`.
+fn params_start(segment: &str) -> usize {
+    let bytes = segment.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b';' => return i,
+            b'%' if bytes.get(i + 1) == Some(&b'3')
+                && matches!(bytes.get(i + 2), Some(b'B' | b'b')) =>
+            {
+                return i;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+fn has_parameters(path: &str) -> bool {
+    path.split('/')
+        .any(|segment| params_start(segment) < segment.len())
+}
+
+/// The match path of a canonical path: every segment's parameters removed, the segments that
+/// leaves empty merged (a trailing slash kept), so `/;x/drop` is `/drop`, `/drop/;x` `/drop/`.
+fn strip_parameters(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut trailing_slash = false;
+    for segment in path.split('/').skip(1) {
+        let name = &segment[..params_start(segment)];
+        if name.is_empty() {
+            trailing_slash = true;
+        } else {
+            out.push('/');
+            out.push_str(name);
+            trailing_slash = false;
+        }
+    }
+    if out.is_empty() || trailing_slash {
+        out.push('/');
+    }
+    out
+}
+
+/// The slow path: normalises `path` (starting with `/`) into `out`, or refuses it.
+///
+/// Each segment is decoded and re-encoded on its own, then the segments go through RFC 3986
+/// 5.2.4 on a stack, empty segments merged, except that `..` is refused where origins disagree.
+fn normalise_path(path: &[u8], out: &mut String) -> Result<(), Refusal> {
+    let base = out.len();
+    // Start offsets in `out` of the segments kept so far, and whether each is empty once its
+    // parameters are removed.
+    let mut stack: Vec<(usize, bool)> = Vec::new();
+    // An empty segment was merged since the last segment kept or removed.
+    let mut merged_empty = false;
+    let mut trailing_slash;
+    let mut segment = String::new();
+    let mut rest = &path[1..];
+    loop {
+        let (raw_segment, last) = match rest.iter().position(|&b| b == b'/') {
+            Some(slash) => {
+                let (head, tail) = rest.split_at(slash);
+                rest = &tail[1..];
+                (head, false)
+            }
+            None => (rest, true),
+        };
+        segment.clear();
+        normalise_segment(raw_segment, &mut segment)?;
+        let name_len = params_start(&segment);
+        let name = &segment[..name_len];
+        let is_dot = matches!(name, "." | "..");
+        if is_dot && name_len < segment.len() {
+            return Err(Refusal::DotSegmentWithParameters);
+        }
+        if segment.is_empty() {
+            merged_empty = !last;
+            trailing_slash = last;
+        } else if name == "." {
+            trailing_slash = last;
+        } else if name == ".." {
+            if merged_empty {
+                return Err(Refusal::AmbiguousDotSegment);
+            }
+            let (start, name_empty) = stack.pop().ok_or(Refusal::AboveRoot)?;
+            if name_empty {
+                return Err(Refusal::AmbiguousDotSegment);
+            }
+            out.truncate(start);
+            trailing_slash = last;
+        } else {
+            stack.push((out.len(), name_len == 0));
+            out.push('/');
+            out.push_str(&segment);
+            merged_empty = false;
+            trailing_slash = false;
+        }
+        if last {
+            break;
+        }
+    }
+    if out.len() == base || trailing_slash {
+        out.push('/');
+    }
+    Ok(())
+}
+
+/// Decodes the escapes of unreserved characters, upper-cases the others, encodes what RFC 3986
+/// does not allow raw; refuses separators, control characters, fragments, malformed escapes.
+fn normalise_segment(raw: &[u8], out: &mut String) -> Result<(), Refusal> {
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        match CLASS[usize::from(b)] {
+            C_PLAIN | C_DOT | C_SEMICOLON => out.push(char::from(b)),
+            C_PERCENT => {
+                let decoded = raw
+                    .get(i + 1)
+                    .and_then(|&hi| hex_value(hi))
+                    .zip(raw.get(i + 2).and_then(|&lo| hex_value(lo)))
+                    .map(|(hi, lo)| (hi << 4) | lo)
+                    .ok_or(Refusal::MalformedEscape)?;
+                if is_unreserved(decoded) {
+                    out.push(char::from(decoded));
+                } else if matches!(decoded, b'/' | b'\\') {
+                    return Err(Refusal::EncodedSeparator);
+                } else if CLASS[usize::from(decoded)] == C_CONTROL {
+                    return Err(Refusal::EncodedControlCharacter);
+                } else {
+                    push_escape(out, decoded);
+                }
+                i += 2;
+            }
+            C_CONTROL => return Err(Refusal::ControlCharacter),
+            C_BACKSLASH => return Err(Refusal::Backslash),
+            C_HASH => return Err(Refusal::Fragment),
+            // `/` and `?` never reach a segment; anything else is encoded.
+            _ => push_escape(out, b),
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// Validates a query (without its `?`): no control character, no `#`, every `%` an escape.
+/// Whether it can be forwarded as it is (nothing to encode).
+fn check_query(query: &[u8]) -> Result<bool, Refusal> {
+    let mut clean = true;
+    let mut i = 0;
+    while i < query.len() {
+        let b = query[i];
+        match CLASS[usize::from(b)] {
+            C_CONTROL => return Err(Refusal::ControlCharacter),
+            C_HASH => return Err(Refusal::Fragment),
+            C_PERCENT => {
+                let valid = query.get(i + 1).and_then(|&hi| hex_value(hi)).is_some()
+                    && query.get(i + 2).and_then(|&lo| hex_value(lo)).is_some();
+                if !valid {
+                    return Err(Refusal::MalformedEscape);
+                }
+                i += 2;
+            }
+            _ => clean &= !query_byte_needs_escape(b),
+        }
+        i += 1;
+    }
+    Ok(clean)
+}
+
+/// Bytes a query cannot hold raw (`http::uri::PathAndQuery` refuses them): the WHATWG query
+/// percent-encode set less the control characters refused above.
+fn query_byte_needs_escape(b: u8) -> bool {
+    matches!(b, b' ' | b'"' | b'<' | b'>') || b >= 0x80
+}
+
+/// Copies a query validated by [`check_query`], encoding what it cannot hold raw.
+fn push_query(query: &[u8], out: &mut String) {
+    for &b in query {
+        if query_byte_needs_escape(b) {
+            push_escape(out, b);
+        } else {
+            out.push(char::from(b));
+        }
+    }
+}
+
+/// A validated, canonical authority: host lower-cased, one trailing dot removed, IPv6 in its
+/// RFC 5952 form, optional port without leading zeros.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Authority<'a> {
+    host: Cow<'a, str>,
+    port: Option<u16>,
+}
+
+impl<'a> Authority<'a> {
+    /// Parses a Host line's value, an HTTP/2 `:authority` or an absolute-form authority.
+    ///
+    /// Accepted hosts: a DNS-style name (labels of letters, digits, `-` and `_`; at most 253
+    /// characters, labels at most 63), a dotted-quad IPv4 address, or an IPv6 literal in
+    /// brackets. A name whose last label is numeric must be a dotted-quad IPv4 address (WHATWG
+    /// parsers read `127.1` or `0x7f.1` as IPv4). Optional `:port`, 1 to 65535.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, Refusal> {
+        if bytes.is_empty() {
+            return Err(Refusal::EmptyHost);
+        }
+        if bytes.contains(&b'@') {
+            return Err(Refusal::UserInfo);
+        }
+        let (host, port) = if bytes[0] == b'[' {
+            let close = bytes
+                .iter()
+                .position(|&b| b == b']')
+                .ok_or(Refusal::InvalidIpLiteral)?;
+            let host = parse_ipv6(&bytes[1..close])?;
+            let port = match &bytes[close + 1..] {
+                [] => None,
+                [b':', port @ ..] => Some(parse_port(port)?),
+                _ => return Err(Refusal::InvalidIpLiteral),
+            };
+            (Cow::Owned(host), port)
+        } else {
+            let (name, port) = match bytes.iter().position(|&b| b == b':') {
+                Some(colon) => (&bytes[..colon], Some(parse_port(&bytes[colon + 1..])?)),
+                None => (bytes, None),
+            };
+            (parse_name(name)?, port)
+        };
+        Ok(Authority { host, port })
+    }
+
+    /// The host: a lower-case name without trailing dot, a dotted-quad, or `[ipv6]`.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port, when one was given.
+    pub fn port(&self) -> Option<u16> {
+        self.port
+    }
+
+    /// Whether this host is `name` (a configured room host): case-insensitive, a trailing dot
+    /// on `name` ignored, the port not compared.
+    pub fn is_host(&self, name: &str) -> bool {
+        let name = name.strip_suffix('.').unwrap_or(name);
+        self.host.eq_ignore_ascii_case(name)
+    }
+
+    /// The value to write back as a Host header (or HTTP/2 `:authority`).
+    pub fn to_host_header(&self) -> String {
+        self.to_string()
+    }
+
+    /// An owned copy, for keeping past the request header's lifetime.
+    pub fn into_owned(self) -> Authority<'static> {
+        Authority {
+            host: Cow::Owned(self.host.into_owned()),
+            port: self.port,
+        }
+    }
+}
+
+impl fmt::Display for Authority<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.host)?;
+        if let Some(port) = self.port {
+            write!(f, ":{port}")?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_port(digits: &[u8]) -> Result<u16, Refusal> {
+    if digits.is_empty() || digits.len() > 5 || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(Refusal::InvalidPort);
+    }
+    let value = digits
+        .iter()
+        .fold(0u32, |acc, &d| acc * 10 + u32::from(d - b'0'));
+    match u16::try_from(value) {
+        Ok(port) if port != 0 => Ok(port),
+        _ => Err(Refusal::InvalidPort),
+    }
+}
+
+fn parse_ipv6(inside: &[u8]) -> Result<String, Refusal> {
+    // Hex digits, colons, and dots of an embedded IPv4: no zone (`%25eth0`), no IPvFuture.
+    if !inside
+        .iter()
+        .all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+    {
+        return Err(Refusal::InvalidIpLiteral);
+    }
+    let text = std::str::from_utf8(inside).map_err(|_| Refusal::InvalidIpLiteral)?;
+    let address: Ipv6Addr = text.parse().map_err(|_| Refusal::InvalidIpLiteral)?;
+    Ok(format!("[{address}]"))
+}
+
+fn parse_name(name: &[u8]) -> Result<Cow<'_, str>, Refusal> {
+    if name.is_empty() {
+        return Err(Refusal::EmptyHost);
+    }
+    let name = name.strip_suffix(b".").unwrap_or(name);
+    if name.is_empty() || name.len() > 253 {
+        return Err(Refusal::InvalidHostName);
+    }
+    let mut has_upper = false;
+    let mut last_label = name;
+    for label in name.split(|&b| b == b'.') {
+        if label.is_empty() || label.len() > 63 {
+            return Err(Refusal::InvalidHostName);
+        }
+        for &b in label {
+            if b.is_ascii_uppercase() {
+                has_upper = true;
+            } else if !(b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
+                return Err(Refusal::InvalidHostName);
+            }
+        }
+        last_label = label;
+    }
+    let numeric = last_label.iter().all(u8::is_ascii_digit)
+        || (last_label.len() > 1 && last_label[..2].eq_ignore_ascii_case(b"0x"));
+    if numeric && !is_dotted_quad(name) {
+        return Err(Refusal::InvalidHostName);
+    }
+    let text = std::str::from_utf8(name).map_err(|_| Refusal::InvalidHostName)?;
+    Ok(if has_upper {
+        Cow::Owned(text.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(text)
+    })
+}
+
+/// Four decimal parts of 0 to 255, without leading zeros.
+fn is_dotted_quad(name: &[u8]) -> bool {
+    let mut parts = 0;
+    for part in name.split(|&b| b == b'.') {
+        parts += 1;
+        let valid = !part.is_empty()
+            && part.len() <= 3
+            && part.iter().all(u8::is_ascii_digit)
+            && !(part.len() > 1 && part[0] == b'0')
+            && part
+                .iter()
+                .fold(0u32, |acc, &d| acc * 10 + u32::from(d - b'0'))
+                <= 255;
+        if !valid {
+            return false;
+        }
+    }
+    parts == 4
+}
+
+/// The request's authority, from its Host lines, its HTTP/2 `:authority` and its absolute-form
+/// authority, or why it is refused.
+///
+/// - More than one Host line: [`Refusal::DuplicateHost`].
+/// - A Host line that is not a valid authority: the reason (an empty or blank line is "no
+///   authority", RFC 9112 3.2, unless another source names one).
+/// - An absolute-form target needs a Host line naming the same authority (the issue: "an
+///   absolute-form whose authority agrees with Host"), else [`Refusal::MissingHost`] or
+///   [`Refusal::HostMismatch`]. This is stricter than RFC 9112 3.2.2 (which lets the target's
+///   authority win) on purpose: a client that sends two authorities is not guessed at.
+/// - `:authority` and a Host line both present must agree ([`Refusal::HostMismatch`]).
+///
+/// "Agree" is [`Authority`] equality: case-insensitive, one trailing dot ignored, ports equal
+/// (an absent port differs from an explicit one).
+///
+/// `Ok(None)`: no authority at all (an HTTP/1.0 request without Host, or an empty Host). The
+/// caller refuses it with [`Refusal::MissingHost`] (400) when the version is HTTP/1.1 or later
+/// (RFC 9112 3.2: a server MUST respond 400) or when any room names a host; an HTTP/1.0 request
+/// without Host is otherwise served as a request for no particular host.
+pub fn request_host<'a>(
+    host_lines: &[&'a [u8]],
+    h2_authority: Option<&'a [u8]>,
+    target_authority: Option<&Authority<'a>>,
+) -> Result<Option<Authority<'a>>, Refusal> {
+    let host = match host_lines {
+        [] => None,
+        [line] => {
+            let value = line.trim_ascii();
+            if value.is_empty() {
+                None
+            } else {
+                Some(Authority::parse(value)?)
+            }
+        }
+        _ => return Err(Refusal::DuplicateHost),
+    };
+    let h2 = h2_authority.map(Authority::parse).transpose()?;
+    if let Some(target) = target_authority {
+        match &host {
+            None => return Err(Refusal::MissingHost),
+            Some(host) if host != target => return Err(Refusal::HostMismatch),
+            Some(_) => {}
+        }
+        if h2.as_ref().is_some_and(|h2| h2 != target) {
+            return Err(Refusal::HostMismatch);
+        }
+        return Ok(Some(target.clone()));
+    }
+    match (h2, host) {
+        (Some(h2), Some(host)) if h2 != host => Err(Refusal::HostMismatch),
+        // A blank Host line next to an `:authority`: two different answers.
+        (Some(_), None) if !host_lines.is_empty() => Err(Refusal::HostMismatch),
+        (Some(h2), _) => Ok(Some(h2)),
+        (None, host) => Ok(host),
+    }
+}
+
+#[cfg(test)]
+mod tests;
