@@ -764,6 +764,8 @@ fn exported_values_have_the_declared_types_and_the_advanced_plan_is_asked_for() 
 fn terraform() -> Option<PathBuf> {
     let found = Command::new("terraform")
         .arg("version")
+        .env("CHECKPOINT_DISABLE", "1")
+        .env("TF_CLI_CONFIG_FILE", "/dev/null")
         .output()
         .is_ok_and(|o| o.status.success());
     if found {
