@@ -21,6 +21,17 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# promtool checks and unit-tests the alert rules (tests/deploy.rs); Debian ships it in the
+# prometheus package (where systemd runs, the package also enables its server: `systemctl
+# disable --now prometheus` if unwanted).
+if [ "${1:-test}" != build ] && ! command -v promtool >/dev/null 2>&1; then
+  echo "setup: installing prometheus (for promtool)" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
+    prometheus >/dev/null
+fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found: install Rust (https://rustup.rs) first" >&2
   exit 1

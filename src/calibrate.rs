@@ -1,9 +1,10 @@
 //! Sizing a room from a capacity test: `waitroom-proxy calibrate --summary FILE`.
 //!
-//! `load/k6-capacity.js` ramps load on the real site in stages and writes a JSON summary with a
-//! `stages` array (see the header of that script). The *knee* is the highest stage that stays
-//! inside the latency budget (p99) and the error budget, with every earlier stage inside too.
-//! From it:
+//! `load/k6-capacity.js` ramps load on the real site in stages of active shoppers and writes a
+//! JSON summary with a `stages` array (see the header of that script; version 2 counts `users`
+//! and stops the run once the site breaks, marking the stages after it `"ran": false`; version 1
+//! counted `vus` and ran every stage). The *knee* is the highest stage that stays inside the
+//! latency budget (p99) and the error budget, with every earlier stage inside too. From it:
 //!
 //! - `total_active_users` = knee × (1 − margin), rounded down: the knee is where the site starts
 //!   to break, so the room keeps a safety margin below it (30-40 %; default 35 %);
@@ -29,8 +30,8 @@ const EPSILON: f64 = 1e-9;
 /// The proposed room settings and how they were derived.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Proposal {
-    /// VUs of the knee stage (concurrent users the site held within budget).
-    pub knee_vus: u64,
+    /// Active users of the knee stage (concurrent shoppers the site held within budget).
+    pub knee_users: u64,
     pub total_active_users: u64,
     pub new_users_per_minute: u64,
     /// Several lines of plain text, for a person: the knee, the margin, Little's law.
@@ -79,7 +80,9 @@ pub enum CalibrateError {
 #[derive(Debug, Clone, PartialEq)]
 struct Stage {
     number: u64,
-    vus: u64,
+    users: u64,
+    /// false: the capacity test stopped before this stage (a threshold failed below it).
+    ran: bool,
     requests: u64,
     /// None: no requests were measured in that stage.
     p99_ms: Option<f64>,
@@ -88,7 +91,8 @@ struct Stage {
 
 impl Stage {
     fn passes(&self, budget: &Budget) -> bool {
-        self.requests > 0
+        self.ran
+            && self.requests > 0
             && matches!(self.p99_ms, Some(p) if p < budget.p99_ms)
             && matches!(self.error_rate, Some(e) if e < budget.max_error_rate)
     }
@@ -100,15 +104,20 @@ impl Stage {
         let errors = self
             .error_rate
             .map_or_else(|| "-".to_owned(), |e| format!("{:.2} %", e * 100.0));
-        if self.requests == 0 {
+        if !self.ran {
             format!(
-                "stage {} ({} VUs): no requests measured",
-                self.number, self.vus
+                "stage {} ({} users): not run (the test stopped before it)",
+                self.number, self.users
+            )
+        } else if self.requests == 0 {
+            format!(
+                "stage {} ({} users): no requests measured",
+                self.number, self.users
             )
         } else {
             format!(
-                "stage {} ({} VUs): p99 {p99}, errors {errors}",
-                self.number, self.vus
+                "stage {} ({} users): p99 {p99}, errors {errors}",
+                self.number, self.users
             )
         }
     }
@@ -191,11 +200,27 @@ fn stages(summary: &serde_json::Map<String, Value>) -> Result<Vec<Stage>, Calibr
         let stage = item
             .as_object()
             .ok_or_else(|| malformed(format!("stages[{at}] is not an object")))?;
-        let vus = stage
-            .get("vus")
+        // Version 2 counts active users, version 1 counted VUs (the same unit: shoppers).
+        let key = if stage.contains_key("users") {
+            "users"
+        } else {
+            "vus"
+        };
+        let users = stage
+            .get(key)
             .and_then(Value::as_u64)
             .filter(|v| *v >= 1)
-            .ok_or_else(|| malformed(format!("stages[{at}].vus must be a whole number >= 1")))?;
+            .ok_or_else(|| {
+                malformed(format!(
+                    "stages[{at}].{key} must be a whole number >= 1 (active users)"
+                ))
+            })?;
+        let ran = match stage.get("ran") {
+            None => true,
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| malformed(format!("stages[{at}].ran must be true or false")))?,
+        };
         let requests = stage
             .get("requests")
             .and_then(Value::as_u64)
@@ -218,16 +243,17 @@ fn stages(summary: &serde_json::Map<String, Value>) -> Result<Vec<Stage>, Calibr
             )));
         }
         if let Some(previous) = out.last()
-            && vus < previous.vus
+            && users < previous.users
         {
             return Err(malformed(format!(
-                "stages must climb: stages[{at}] has {vus} VUs after {} VUs",
-                previous.vus
+                "stages must climb: stages[{at}] has {users} users after {}",
+                previous.users
             )));
         }
         out.push(Stage {
             number,
-            vus,
+            users,
+            ran,
             requests,
             p99_ms,
             error_rate,
@@ -271,7 +297,7 @@ pub fn propose(
         None => &stages[stages.len() - 1],
     };
 
-    let total_active_users = ((knee.vus as f64) * (1.0 - margin) + EPSILON)
+    let total_active_users = ((knee.users as f64) * (1.0 - margin) + EPSILON)
         .floor()
         .max(1.0) as u64;
     let new_users_per_minute = ((total_active_users as f64) / session_minutes)
@@ -288,6 +314,12 @@ pub fn propose(
     match first_failure {
         Some(i) => {
             lines.push(format!("  first failure: {}", stages[i].describe()));
+            let not_run = stages[i + 1..].iter().filter(|s| !s.ran).count();
+            if not_run > 0 {
+                lines.push(format!(
+                    "  the test stopped there: {not_run} higher stage(s) did not run"
+                ));
+            }
             if let Some(later) = stages[i + 1..].iter().rev().find(|s| s.passes(&budget)) {
                 lines.push(format!(
                     "  ignored: stage {} passed again above the failure; an unsteady site is \
@@ -305,7 +337,7 @@ pub fn propose(
     lines.push(format!(
         "total_active_users = floor({} x (1 - {margin})) = {total_active_users}: the knee minus a \
          {:.0} % safety margin",
-        knee.vus,
+        knee.users,
         margin * 100.0
     ));
     if margin < 0.3 {
@@ -320,7 +352,7 @@ pub fn propose(
          (Little's law: people inside = admissions per minute x minutes each stays)"
     ));
     Ok(Proposal {
-        knee_vus: knee.vus,
+        knee_users: knee.users,
         total_active_users,
         new_users_per_minute,
         explanation: lines.join("\n"),
@@ -338,7 +370,7 @@ mod tests {
     const REAL_SUMMARY: &str = r#"{
       "waitroom_capacity": {"version": 1, "target": ["http://127.0.0.1:13001/"],
         "p99_budget_ms": 100, "max_error_rate": 0.01, "think_seconds": 0.1, "ramp_seconds": 2,
-        "knee_stage": 4, "knee_vus": 40, "first_failing_stage": 5, "highest_passing_stage": 4},
+        "knee_stage": 4, "knee_users": 40, "first_failing_stage": 5, "highest_passing_stage": 4},
       "stages": [
         {"stage": 1, "name": "s01", "vus": 5, "hold_seconds": 6, "requests": 269, "rps": 44.8,
          "p50_ms": 10.73, "p95_ms": 11.65, "p99_ms": 20.48, "error_rate": 0, "pass": true},
@@ -372,24 +404,89 @@ mod tests {
         serde_json::from_str(REAL_SUMMARY).unwrap()
     }
 
-    fn stage(vus: u64, p99: f64, errors: f64) -> Value {
-        json!({"vus": vus, "requests": 1000, "p99_ms": p99, "error_rate": errors})
+    /// Trimmed from a real run of the current load/k6-capacity.js (version 2: arrival-rate
+    /// stages, stopped by its thresholds) against load/stub_origin.py `--slots 2 --work-ms 20`
+    /// (about 100 requests/s at most), THINK_SECONDS=0.2, P99_BUDGET_MS=100, HOLD=8s,
+    /// ABORT_AFTER=3s: stage 2 (100 requests/s) broke the budget 3 s into its hold, and k6
+    /// stopped the run there (exit 99).
+    const STOPPED_SUMMARY: &str = r#"{
+      "waitroom_capacity": {"version": 2, "target": ["http://127.0.0.1:13502/"],
+        "p99_budget_ms": 100, "max_error_rate": 0.01, "think_seconds": 0.2, "ramp_seconds": 2,
+        "abort_after_seconds": 3, "knee_stage": 1, "knee_users": 10, "first_failing_stage": 2,
+        "highest_passing_stage": 1, "stopped_early": true},
+      "stages": [
+        {"stage": 1, "name": "s01", "users": 10, "arrivals_per_second": 50, "hold_seconds": 8,
+         "ran": true, "requests": 401, "rps": 50.1, "p50_ms": 20.92, "p95_ms": 22.82,
+         "p99_ms": 26.99, "error_rate": 0, "dropped": 0, "pass": true},
+        {"stage": 2, "name": "s02", "users": 20, "arrivals_per_second": 100, "hold_seconds": 8,
+         "ran": true, "requests": 561, "rps": 70.1, "p50_ms": 80.9, "p95_ms": 124.4,
+         "p99_ms": 130.55, "error_rate": 0, "dropped": 0, "pass": false},
+        {"stage": 3, "name": "s03", "users": 40, "arrivals_per_second": 200, "hold_seconds": 8,
+         "ran": false, "requests": 0, "rps": 0, "p50_ms": null, "p95_ms": null, "p99_ms": null,
+         "error_rate": null, "dropped": 0, "pass": false},
+        {"stage": 4, "name": "s04", "users": 80, "arrivals_per_second": 400, "hold_seconds": 8,
+         "ran": false, "requests": 0, "rps": 0, "p50_ms": null, "p95_ms": null, "p99_ms": null,
+         "error_rate": null, "dropped": 0, "pass": false}
+      ],
+      "state": {"isStdErrTTY": false, "testRunDurationMs": 17738.6, "isStdOutTTY": false},
+      "metrics": {
+        "http_req_duration{scenario:s02}": {"type": "trend", "contains": "time",
+          "values": {"p(99)": 130.55, "med": 80.9, "count": 561},
+          "thresholds": {"p(99)<100": {"ok": false}}}
+      }
+    }"#;
+
+    #[test]
+    fn a_run_stopped_by_its_thresholds_is_sized_by_the_stage_below_the_break() {
+        let summary: Value = serde_json::from_str(STOPPED_SUMMARY).unwrap();
+        let p = propose(&summary, 5.0, 0.35).unwrap();
+        assert_eq!(p.knee_users, 10);
+        assert_eq!(p.total_active_users, 6); // floor(10 x 0.65)
+        assert_eq!(p.new_users_per_minute, 1); // 6 / 5 = 1.2
+        assert!(
+            p.explanation
+                .contains("first failure: stage 2 (20 users): p99 130.6 ms"),
+            "{}",
+            p.explanation
+        );
+        assert!(
+            p.explanation.contains("2 higher stage(s) did not run"),
+            "{}",
+            p.explanation
+        );
+        assert!(!p.explanation.contains("lower bound"));
+    }
+
+    #[test]
+    fn a_stage_that_did_not_run_never_passes() {
+        // Numbers without having run (a hand-edited file) do not make a stage pass.
+        let s = json!({"stages": [
+            stage(10, 10.0, 0.0),
+            {"users": 20, "ran": false, "requests": 100, "p99_ms": 5.0, "error_rate": 0.0}
+        ]});
+        let p = propose(&s, 5.0, 0.35).unwrap();
+        assert_eq!(p.knee_users, 10);
+        assert!(p.explanation.contains("not run"), "{}", p.explanation);
+    }
+
+    fn stage(users: u64, p99: f64, errors: f64) -> Value {
+        json!({"users": users, "requests": 1000, "p99_ms": p99, "error_rate": errors})
     }
 
     #[test]
     fn real_summary_knee_margin_and_littles_law() {
         let p = propose(&real(), 5.0, 0.35).unwrap();
-        assert_eq!(p.knee_vus, 40);
+        assert_eq!(p.knee_users, 40);
         assert_eq!(p.total_active_users, 26); // floor(40 x 0.65)
         assert_eq!(p.new_users_per_minute, 5); // 26 / 5 = 5.2
         assert!(
-            p.explanation.contains("stage 4 (40 VUs)"),
+            p.explanation.contains("stage 4 (40 users)"),
             "{}",
             p.explanation
         );
         assert!(
             p.explanation
-                .contains("first failure: stage 5 (80 VUs): p99 204.8 ms"),
+                .contains("first failure: stage 5 (80 users): p99 204.8 ms"),
             "{}",
             p.explanation
         );
@@ -410,12 +507,12 @@ mod tests {
         let mut s = real();
         s.as_object_mut().unwrap().remove("waitroom_capacity");
         let p = propose(&s, 5.0, 0.35).unwrap();
-        assert_eq!(p.knee_vus, 80);
+        assert_eq!(p.knee_users, 80);
         assert_eq!(p.total_active_users, 52);
         assert_eq!(p.new_users_per_minute, 10); // 10.4
 
         let errors = json!({"stages": [stage(10, 50.0, 0.0), stage(20, 50.0, 0.01)]});
-        assert_eq!(propose(&errors, 5.0, 0.35).unwrap().knee_vus, 10);
+        assert_eq!(propose(&errors, 5.0, 0.35).unwrap().knee_users, 10);
     }
 
     #[test]
@@ -449,7 +546,7 @@ mod tests {
     fn every_stage_passing_gives_a_lower_bound() {
         let s = json!({"stages": [stage(10, 10.0, 0.0), stage(50, 20.0, 0.0)]});
         let p = propose(&s, 5.0, 0.35).unwrap();
-        assert_eq!(p.knee_vus, 50);
+        assert_eq!(p.knee_users, 50);
         assert!(p.explanation.contains("lower bound"), "{}", p.explanation);
     }
 
@@ -459,7 +556,7 @@ mod tests {
             stage(10, 10.0, 0.0), stage(20, 600.0, 0.0), stage(40, 30.0, 0.0)
         ]});
         let p = propose(&s, 5.0, 0.35).unwrap();
-        assert_eq!(p.knee_vus, 10);
+        assert_eq!(p.knee_users, 10);
         assert!(
             p.explanation.contains("ignored: stage 3"),
             "{}",
@@ -471,10 +568,10 @@ mod tests {
     fn a_stage_without_requests_fails() {
         let s = json!({"stages": [
             stage(10, 10.0, 0.0),
-            {"vus": 20, "requests": 0, "p99_ms": null, "error_rate": null},
+            {"users": 20, "requests": 0, "p99_ms": null, "error_rate": null},
             stage(40, 30.0, 0.0)
         ]});
-        assert_eq!(propose(&s, 5.0, 0.35).unwrap().knee_vus, 10);
+        assert_eq!(propose(&s, 5.0, 0.35).unwrap().knee_users, 10);
     }
 
     #[test]
@@ -489,7 +586,7 @@ mod tests {
             CalibrateError::NoPassingStage {
                 budget_ms: 200.0,
                 max_error_rate: 0.01,
-                first: "stage 1 (10 VUs): p99 250.0 ms, errors 0.00 %".to_owned(),
+                first: "stage 1 (10 users): p99 250.0 ms, errors 0.00 %".to_owned(),
             }
         );
         assert!(e.to_string().contains("p99 < 200 ms"), "{e}");
@@ -499,7 +596,7 @@ mod tests {
             propose(&errors, 5.0, 0.35),
             Err(CalibrateError::NoPassingStage { .. })
         ));
-        let empty_run = json!({"stages": [{"vus": 10, "requests": 0, "p99_ms": null,
+        let empty_run = json!({"stages": [{"users": 10, "requests": 0, "p99_ms": null,
                                             "error_rate": null}]});
         let e = propose(&empty_run, 5.0, 0.35).unwrap_err();
         assert!(e.to_string().contains("no requests measured"), "{e}");
@@ -515,7 +612,7 @@ mod tests {
             (json!({"stages": [7]}), "stages[0] is not an object"),
             (
                 json!({"stages": [{"requests": 1, "p99_ms": 1, "error_rate": 0}]}),
-                "vus",
+                "stages[0].vus must be",
             ),
             (
                 json!({"stages": [{"vus": 0, "requests": 1, "p99_ms": 1, "error_rate": 0}]}),
@@ -528,6 +625,15 @@ mod tests {
             (
                 json!({"stages": [{"vus": 10, "p99_ms": 1, "error_rate": 0}]}),
                 "requests",
+            ),
+            (
+                json!({"stages": [{"users": 0, "requests": 1, "p99_ms": 1, "error_rate": 0}]}),
+                "stages[0].users must be",
+            ),
+            (
+                json!({"stages": [{"users": 5, "ran": "no", "requests": 0, "p99_ms": null,
+                                   "error_rate": null}]}),
+                "ran must be",
             ),
             (
                 json!({"stages": [{"vus": 10, "requests": 1, "error_rate": 0}]}),

@@ -12,7 +12,7 @@ use hcl::{Attribute, Body, Expression, Identifier, ObjectKey};
 use crate::config::file::ConfigFile;
 use crate::config::model::{ConfigError, SameSite, check_room_id, invalid, same_site};
 use crate::config::{QueueingMethod, RoomSettings};
-use crate::locale::PageLanguage;
+use crate::locale::{Locale, PageLanguage};
 use crate::route::PathPattern;
 
 /// Cloudflare refuses smaller `total_active_users` and `new_users_per_minute`.
@@ -23,6 +23,25 @@ const SESSION_MINUTES: (u64, u64) = (1, 30);
 const CLOUDFLARE_ABANDON_AFTER: Duration = Duration::from_secs(300);
 /// Fixed on Cloudflare: the waiting page refreshes this often.
 const CLOUDFLARE_REFRESH: Duration = Duration::from_secs(20);
+
+/// Cloudflare refuses a pre-queue that opens less than this before its event starts.
+const CLOUDFLARE_MIN_PREQUEUE_MS: i64 = 5 * 60 * 1000;
+
+/// Every `default_template_language` the provider (v5) accepts, spelt as it spells them.
+/// infra/cloudflare/variables.tf validates against the same list (a test keeps them equal).
+pub const CLOUDFLARE_LANGUAGES: [&str; 38] = [
+    "en-US", "es-ES", "de-DE", "fr-FR", "it-IT", "ja-JP", "ko-KR", "pt-BR", "zh-CN", "zh-TW",
+    "nl-NL", "pl-PL", "id-ID", "tr-TR", "ar-EG", "ru-RU", "fa-IR", "bg-BG", "hr-HR", "cs-CZ",
+    "da-DK", "fi-FI", "lt-LT", "ms-MY", "nb-NO", "ro-RO", "el-GR", "he-IL", "hi-IN", "hu-HU",
+    "sr-BA", "sk-SK", "sl-SI", "sv-SE", "tl-PH", "th-TH", "uk-UA", "vi-VN",
+];
+
+/// Cloudflare's code for one of our page languages (all of ours are among its 38).
+pub fn cloudflare_language(locale: Locale) -> Option<&'static str> {
+    CLOUDFLARE_LANGUAGES
+        .into_iter()
+        .find(|code| code.eq_ignore_ascii_case(locale.tag()))
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
@@ -38,6 +57,9 @@ pub struct TerraformExport {
     pub tfvars: String,
     /// What Cloudflare cannot express or does differently, one sentence each.
     pub notes: Vec<String>,
+    /// The file's settings that need Cloudflare's Waiting Room Advanced plan (each also a
+    /// note); when there are any the tfvars set `advanced_plan = true`, else they leave it out.
+    pub advanced: Vec<String>,
 }
 
 /// The variables of infra/cloudflare from a drop.toml; `source` names it in the header.
@@ -45,10 +67,18 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
     let room = &file.room;
     check_room_id(&room.id)?;
     let settings = RoomSettings::from_section(room)?;
-    let language = PageLanguage::parse(&file.page.default_template_language)
-        .map_err(|e| invalid("page.default_template_language", e))?;
     let samesite = same_site(&file.pass.cookie_samesite)?;
+    if samesite == SameSite::None && !file.pass.cookie_secure {
+        return Err(invalid(
+            "pass.cookie_samesite",
+            "\"None\" needs pass.cookie_secure = true: Cloudflare refuses samesite = \"none\" \
+             with secure = \"never\"",
+        )
+        .into());
+    }
+    let turnstile = Turnstile::from_file(file)?;
     let mut notes = Vec::new();
+    let mut advanced = Vec::new();
     let mut vars: Vec<Attribute> = Vec::new();
 
     vars.push(Attribute::new("room_name", room.id.as_str()));
@@ -98,10 +128,14 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
         "disable_session_renewal",
         settings.disable_session_renewal,
     ));
-    vars.push(Attribute::new(
-        "queueing_method",
-        cloudflare_method("room.queueing_method", settings.queueing_method, &mut notes),
-    ));
+    if settings.disable_session_renewal {
+        advanced.push("room.disable_session_renewal = true".to_owned());
+    }
+    let method = cloudflare_method("room.queueing_method", settings.queueing_method, &mut notes);
+    if method != QueueingMethod::Fifo.as_str() {
+        advanced.push(format!("room.queueing_method = {method:?}"));
+    }
+    vars.push(Attribute::new("queueing_method", method));
     if settings.queueing_method == QueueingMethod::Random {
         notes.push(
             "room.queueing_method = \"random\": Cloudflare draws at random too, but its page \
@@ -167,18 +201,11 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
         },
     ));
 
-    let language_tag = match language {
-        PageLanguage::Fixed(locale) => locale.tag(),
-        PageLanguage::Auto => {
-            notes.push(
-                "page.default_template_language = \"auto\": Cloudflare's built-in page has one \
-                 language per room; exported as en-US"
-                    .to_owned(),
-            );
-            "en-US"
-        }
-    };
+    let language_tag = template_language(&file.page.default_template_language, &mut notes)?;
     vars.push(Attribute::new("default_template_language", language_tag));
+    if let Some(template) = &file.page.template {
+        advanced.push(format!("page.template = {template:?} (custom_page_html)"));
+    }
     notes.push(match &file.page.template {
         Some(template) => format!(
             "page.template = {template:?}: Cloudflare's custom_page_html is read from \
@@ -242,9 +269,12 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
     });
     let bypass_rules = by_path.chain(by_address).chain(by_header).chain(by_cookie);
     vars.push(Attribute::new("bypass_rules", objects(bypass_rules)));
+    vars.push(Attribute::new("turnstile_mode", turnstile.mode));
+    vars.push(Attribute::new("turnstile_action", turnstile.action));
+    advanced.extend(turnstile.advanced());
     vars.push(Attribute::new(
         "events",
-        events(file, &settings, &mut notes),
+        events(file, &settings, &turnstile, &mut notes, &mut advanced)?,
     ));
     vars.push(Attribute::new(
         "search_engine_crawler_bypass",
@@ -259,23 +289,170 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
         );
     }
 
+    if advanced.is_empty() {
+        notes.push(
+            "JSON for `Accept: application/json` (json_response_enabled) and waiting.html need \
+             Cloudflare's Waiting Room Advanced plan, so infra/cloudflare sends them only with \
+             advanced_plan = true (set it in terraform.tfvars if the zone has the plan); \
+             without it JSON clients get Cloudflare's HTML page"
+                .to_owned(),
+        );
+    } else {
+        for setting in &advanced {
+            notes.push(format!(
+                "Advanced plan: {setting} needs Cloudflare's Waiting Room Advanced plan \
+                 (advanced_plan = true is written; terraform apply fails on a zone without it)"
+            ));
+        }
+        // Last, so that it reads as the conclusion of the notes above it.
+        vars.push(Attribute::new("advanced_plan", true));
+    }
+
     let body = Body::builder().add_attributes(vars).build();
     let mut tfvars = header(source, &notes);
     tfvars.push_str(&hcl::format::to_string(&body)?);
-    Ok(TerraformExport { tfvars, notes })
+    Ok(TerraformExport {
+        tfvars,
+        notes,
+        advanced,
+    })
+}
+
+/// `[turnstile]` as Cloudflare's room settings: no section, or mode = "off", is "off" (left
+/// out, the provider would turn on an invisible challenge).
+struct Turnstile {
+    mode: &'static str,
+    action: &'static str,
+}
+
+impl Turnstile {
+    fn from_file(file: &ConfigFile) -> Result<Self, ConfigError> {
+        let Some(section) = &file.turnstile else {
+            return Ok(Self {
+                mode: "off",
+                action: "log",
+            });
+        };
+        let mode = [
+            "off",
+            "invisible",
+            "visible_non_interactive",
+            "visible_managed",
+        ]
+        .into_iter()
+        .find(|m| *m == section.mode)
+        .ok_or_else(|| {
+            invalid(
+                "turnstile.mode",
+                format!(
+                    "{:?} is not one of off, invisible, visible_non_interactive, \
+                         visible_managed",
+                    section.mode
+                ),
+            )
+        })?;
+        let action = ["log", "infinite_queue"]
+            .into_iter()
+            .find(|a| *a == section.action)
+            .ok_or_else(|| {
+                invalid(
+                    "turnstile.action",
+                    format!("{:?} is not one of log, infinite_queue", section.action),
+                )
+            })?;
+        // With the challenge off, what a failure leads to does not matter (and would ask for
+        // the Advanced plan for nothing).
+        let action = if mode == "off" { "log" } else { action };
+        Ok(Self { mode, action })
+    }
+
+    /// Which of these settings need the Advanced plan.
+    fn advanced(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !["off", "invisible"].contains(&self.mode) {
+            out.push(format!("turnstile.mode = {:?}", self.mode));
+        }
+        if self.action != "log" {
+            out.push(format!("turnstile.action = {:?}", self.action));
+        }
+        out
+    }
+}
+
+/// page.default_template_language as Cloudflare's code: ours map to theirs; any other of
+/// Cloudflare's 38 passes too (the proxy's built-in pages do not speak it); "auto" is en-US.
+fn template_language(text: &str, notes: &mut Vec<String>) -> Result<&'static str, ConfigError> {
+    const KEY: &str = "page.default_template_language";
+    match PageLanguage::parse(text) {
+        Ok(PageLanguage::Fixed(locale)) => cloudflare_language(locale).ok_or_else(|| {
+            invalid(
+                KEY,
+                format!("{:?} is not one of Cloudflare's languages", locale.tag()),
+            )
+        }),
+        Ok(PageLanguage::Auto) => {
+            notes.push(format!(
+                "{KEY} = \"auto\": Cloudflare's built-in page has one language per room; \
+                 exported as en-US"
+            ));
+            Ok("en-US")
+        }
+        Err(ours) => {
+            let code = CLOUDFLARE_LANGUAGES
+                .into_iter()
+                .find(|code| code.eq_ignore_ascii_case(text.trim()))
+                .ok_or_else(|| {
+                    invalid(
+                        KEY,
+                        format!(
+                            "{text:?} is neither one of the proxy's languages nor one of \
+                             Cloudflare's 38 ({})",
+                            CLOUDFLARE_LANGUAGES.join(", ")
+                        ),
+                    )
+                })?;
+            notes.push(format!(
+                "{KEY} = {code:?}: Cloudflare's page speaks it, the proxy's built-in pages do \
+                 not ({ours}): waitroom-proxy refuses this file"
+            ));
+            Ok(code)
+        }
+    }
 }
 
 /// Cloudflare allows this many events per room.
 const CLOUDFLARE_MAX_EVENTS: usize = 5;
 
-/// `[[room.events]]` as Cloudflare's waiting room events; overrides left out inherit the room's.
-fn events(file: &ConfigFile, settings: &RoomSettings, notes: &mut Vec<String>) -> Expression {
+/// `[[room.events]]` as Cloudflare's waiting room events; overrides left out inherit the room's,
+/// but the challenge is written on each (the room's `[turnstile]`, which events do not change).
+fn events(
+    file: &ConfigFile,
+    settings: &RoomSettings,
+    turnstile: &Turnstile,
+    notes: &mut Vec<String>,
+    advanced: &mut Vec<String>,
+) -> Result<Expression, ConfigError> {
     if settings.events.len() > CLOUDFLARE_MAX_EVENTS {
         notes.push(format!(
             "room.events: {} events; Cloudflare allows {CLOUDFLARE_MAX_EVENTS} per room (terraform \
              refuses more): export a drop.toml with the next five",
             settings.events.len()
         ));
+    }
+    for (i, event) in settings.events.iter().enumerate() {
+        if let Some(prequeue) = event.times.prequeue_ms
+            && event.times.start_ms - prequeue < CLOUDFLARE_MIN_PREQUEUE_MS
+        {
+            return Err(invalid(
+                &format!("room.events[{i}].prequeue_start_time"),
+                format!(
+                    "event {:?}: the pre-queue opens {}s before event_start_time; Cloudflare \
+                     refuses less than 5 minutes",
+                    event.name,
+                    (event.times.start_ms - prequeue) / 1000
+                ),
+            ));
+        }
     }
     let entries = file
         .room
@@ -312,11 +489,19 @@ fn events(file: &ConfigFile, settings: &RoomSettings, notes: &mut Vec<String>) -
             }
             if let Some(disable) = event.disable_session_renewal {
                 fields.push(("disable_session_renewal", Expression::from(disable)));
+                if disable {
+                    advanced.push(format!("{} = true", key("disable_session_renewal")));
+                }
             }
             if let Some(method) = event.queueing_method {
                 let method = cloudflare_method(&key("queueing_method"), method, notes);
                 fields.push(("queueing_method", text(method)));
+                if method != QueueingMethod::Fifo.as_str() {
+                    advanced.push(format!("{} = {method:?}", key("queueing_method")));
+                }
             }
+            fields.push(("turnstile_mode", text(turnstile.mode)));
+            fields.push(("turnstile_action", text(turnstile.action)));
             if event.heading.is_some() || event.message.is_some() {
                 notes.push(format!(
                     "{}: an event's heading and message style the proxy's built-in page only",
@@ -325,7 +510,7 @@ fn events(file: &ConfigFile, settings: &RoomSettings, notes: &mut Vec<String>) -
             }
             fields
         });
-    objects(entries)
+    Ok(objects(entries))
 }
 
 /// Cloudflare's name for a queueing method; the lottery, which it lacks, becomes fifo.
@@ -480,7 +665,17 @@ mod tests {
             "a template marker in a name stays literal: {}",
             out.tfvars
         );
-        assert_eq!(notes_about(&out, "random").len(), 1);
+        assert_eq!(notes_about(&out, "draws at random too").len(), 1);
+        assert_eq!(v["turnstile_mode"], "off", "no [turnstile]: no challenge");
+        assert_eq!(v["turnstile_action"], "log");
+        assert_eq!(
+            out.advanced,
+            [
+                "room.disable_session_renewal = true",
+                "room.queueing_method = \"random\""
+            ]
+        );
+        assert_eq!(v["advanced_plan"], true);
         assert!(notes_about(&out, "room.host").is_empty());
         assert!(notes_about(&out, "session_duration").is_empty());
     }
@@ -515,7 +710,8 @@ mod tests {
             "exact positions",
             "[rate_limit]",
             "\"auto\"",
-            "\"mine.html\"",
+            "page.template = \"mine.html\": Cloudflare's custom_page_html",
+            "Advanced plan: page.template = \"mine.html\"",
         ] {
             assert_eq!(
                 notes_about(&out, needle).len(),
@@ -665,5 +861,148 @@ mod tests {
                 .starts_with("page.default_template_language")
         );
         assert!(bad("", "[pass]\ncookie_samesite = \"lots\"").starts_with("pass.cookie_samesite"));
+    }
+
+    #[test]
+    fn turnstile_is_written_for_the_room_and_every_event() {
+        let events = "[[room.events]]\nname = \"drop\"\n\
+            event_start_time = \"2026-12-06T10:00:00Z\"\n\
+            event_end_time = \"2026-12-06T11:00:00Z\"\n";
+        let none = parsed(&export(events, ""));
+        assert_eq!(none["turnstile_mode"], "off");
+        assert_eq!(none["turnstile_action"], "log");
+        assert_eq!(none["events"][0]["turnstile_mode"], "off");
+        assert_eq!(none["events"][0]["turnstile_action"], "log");
+        assert!(none.get("advanced_plan").is_none());
+
+        let section = |mode: &str, action: &str| {
+            format!(
+                "[turnstile]\nmode = \"{mode}\"\naction = \"{action}\"\n\
+                 site_key = \"1x00000000000000000000AA\"\n"
+            )
+        };
+        let invisible = export(events, &section("invisible", "log"));
+        let v = parsed(&invisible);
+        assert_eq!(v["turnstile_mode"], "invisible");
+        assert_eq!(v["events"][0]["turnstile_mode"], "invisible");
+        assert!(invisible.advanced.is_empty(), "{:?}", invisible.advanced);
+        assert!(v.get("advanced_plan").is_none());
+        assert_eq!(
+            notes_about(&invisible, "advanced_plan = true (set it").len(),
+            1
+        );
+
+        let parked = export(events, &section("visible_managed", "infinite_queue"));
+        let v = parsed(&parked);
+        assert_eq!(v["turnstile_mode"], "visible_managed");
+        assert_eq!(v["turnstile_action"], "infinite_queue");
+        assert_eq!(v["events"][0]["turnstile_action"], "infinite_queue");
+        assert_eq!(
+            parked.advanced,
+            [
+                "turnstile.mode = \"visible_managed\"",
+                "turnstile.action = \"infinite_queue\""
+            ]
+        );
+        assert_eq!(v["advanced_plan"], true);
+        assert_eq!(notes_about(&parked, "Advanced plan: turnstile.").len(), 2);
+
+        // Off: the action is moot and asks for no plan.
+        let off = export("", &section("off", "infinite_queue"));
+        assert_eq!(parsed(&off)["turnstile_action"], "log");
+        assert!(off.advanced.is_empty());
+        assert!(
+            terraform_vars(&file("", &section("loud", "log")), "x")
+                .unwrap_err()
+                .to_string()
+                .starts_with("turnstile.mode")
+        );
+    }
+
+    #[test]
+    fn what_needs_the_advanced_plan_is_named_and_only_then_asked_for() {
+        let plain = export("", "");
+        assert!(plain.advanced.is_empty());
+        assert!(
+            parsed(&plain).get("advanced_plan").is_none(),
+            "{}",
+            plain.tfvars
+        );
+
+        let events = "[[room.events]]\nname = \"drop\"\n\
+            event_start_time = \"2026-12-06T10:00:00Z\"\n\
+            event_end_time = \"2026-12-06T11:00:00Z\"\nqueueing_method = \"reject\"\n\
+            disable_session_renewal = true\n";
+        let out = export(events, "");
+        assert_eq!(
+            out.advanced,
+            [
+                "room.events \"drop\": disable_session_renewal = true",
+                "room.events \"drop\": queueing_method = \"reject\""
+            ]
+        );
+        assert_eq!(parsed(&out)["advanced_plan"], true);
+
+        // The lottery is exported as fifo, which needs no plan.
+        let lottery = export("queueing_method = \"lottery\"", "");
+        assert!(lottery.advanced.is_empty());
+    }
+
+    #[test]
+    fn every_page_language_has_its_cloudflare_code_and_cloudflares_others_pass() {
+        for locale in Locale::ALL {
+            assert_eq!(cloudflare_language(locale), Some(locale.tag()));
+            let out = export(
+                "",
+                &format!("[page]\ndefault_template_language = \"{}\"", locale.tag()),
+            );
+            assert_eq!(parsed(&out)["default_template_language"], locale.tag());
+        }
+        let korean = export("", "[page]\ndefault_template_language = \"ko-kr\"");
+        assert_eq!(parsed(&korean)["default_template_language"], "ko-KR");
+        assert_eq!(
+            notes_about(&korean, "\"ko-KR\": Cloudflare's page speaks it").len(),
+            1
+        );
+        let unique: std::collections::BTreeSet<&str> = CLOUDFLARE_LANGUAGES.into_iter().collect();
+        assert_eq!(unique.len(), 38);
+    }
+
+    #[test]
+    fn what_terraform_apply_would_refuse_is_refused_naming_the_key() {
+        let error = |room: &str, rest: &str| match terraform_vars(&file(room, rest), "x") {
+            Ok(_) => panic!("accepted {room} {rest}"),
+            Err(e) => e.to_string(),
+        };
+        let event = |prequeue: &str| {
+            format!(
+                "[[room.events]]\nname = \"drop\"\nprequeue_start_time = \"{prequeue}\"\n\
+                 event_start_time = \"2026-12-06T10:00:00Z\"\n\
+                 event_end_time = \"2026-12-06T11:00:00Z\"\n"
+            )
+        };
+        let short = error(&event("2026-12-06T09:56:00Z"), "");
+        assert!(
+            short.starts_with("room.events[0].prequeue_start_time"),
+            "{short}"
+        );
+        assert!(
+            short.contains("240s") && short.contains("5 minutes"),
+            "{short}"
+        );
+        let enough = export(&event("2026-12-06T09:55:00Z"), "");
+        assert_eq!(
+            parsed(&enough)["events"][0]["prequeue_start_time"],
+            "2026-12-06T09:55:00Z"
+        );
+
+        let cookie = error(
+            "",
+            "[pass]\ncookie_samesite = \"None\"\ncookie_secure = false",
+        );
+        assert!(cookie.starts_with("pass.cookie_samesite"), "{cookie}");
+        let secure = parsed(&export("", "[pass]\ncookie_samesite = \"None\""));
+        assert_eq!(secure["cookie_samesite"], "none");
+        assert_eq!(secure["cookie_secure"], "always");
     }
 }

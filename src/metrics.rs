@@ -112,6 +112,30 @@ pub const NAMES: &[&str] = &[
 /// The histograms among `NAMES`.
 pub const HISTOGRAMS: &[&str] = &["waitroom_wait_seconds", "waitroom_origin_seconds"];
 
+/// Every `kind` of `waitroom_upstream_errors_total`: what the proxy's `fail_to_proxy` counts
+/// (an origin that refused or dropped the connection, a failed TLS handshake, a timeout, an
+/// error status). Each series exists from the start at 0, so the first failure shows in `rate()`.
+pub const UPSTREAM_ERROR_KINDS: &[&str] = &["connect", "tls", "timeout", "status"];
+
+/// Every `class` of `waitroom_origin_responses_total`, likewise created at 0.
+pub const ORIGIN_CLASSES: &[&str] = &["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// The process metrics of the prometheus crate's process collector (Linux only: it reads
+/// /proc), in the same registry: memory, file descriptors, CPU time, threads.
+pub const PROCESS_NAMES: &[&str] = if cfg!(target_os = "linux") {
+    &[
+        "process_cpu_seconds_total",
+        "process_open_fds",
+        "process_max_fds",
+        "process_virtual_memory_bytes",
+        "process_resident_memory_bytes",
+        "process_start_time_seconds",
+        "process_threads",
+    ]
+} else {
+    &[]
+};
+
 pub struct Metrics {
     registry: Registry,
     pub occupancy: IntGauge,
@@ -206,6 +230,28 @@ impl Metrics {
              admissions: 1 in arrival order (fifo), near 0 for a lottery or a shuffled pre-queue",
         ));
         must(registry.register(Box::new(order_tau.clone())));
+        #[cfg(target_os = "linux")]
+        must(registry.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        )));
+        // Labelled series that can happen are there from the start, at 0: `rate()` and
+        // `increase()` need a sample before the first error to see it.
+        let upstream_errors = counter_vec(
+            "waitroom_upstream_errors_total",
+            "Requests the origin failed (connect, tls, timeout, status)",
+            "kind",
+        );
+        for kind in UPSTREAM_ERROR_KINDS {
+            upstream_errors.with_label_values(&[*kind]);
+        }
+        let origin_responses = counter_vec(
+            "waitroom_origin_responses_total",
+            "Responses from the origin by status class (1xx, 2xx, 3xx, 4xx, 5xx)",
+            "class",
+        );
+        for class in ORIGIN_CLASSES {
+            origin_responses.with_label_values(&[*class]);
+        }
         Self {
             occupancy: gauge(
                 "waitroom_occupancy",
@@ -252,16 +298,8 @@ impl Metrics {
             },
             refused_too_fast: refused.with_label_values(&["rate"]),
             refused_too_many_live: refused.with_label_values(&["live"]),
-            upstream_errors: counter_vec(
-                "waitroom_upstream_errors_total",
-                "Requests the origin failed (connect, tls, timeout, status)",
-                "kind",
-            ),
-            origin_responses: counter_vec(
-                "waitroom_origin_responses_total",
-                "Responses from the origin by status class (2xx, 3xx, 4xx, 5xx)",
-                "class",
-            ),
+            upstream_errors,
+            origin_responses,
             origin_seconds,
             store_errors: counter(
                 "waitroom_store_errors_total",
@@ -313,7 +351,13 @@ impl Metrics {
         self.turnstile_verifications[result as usize].inc();
     }
 
+    /// `kind` is one of `UPSTREAM_ERROR_KINDS` (a new kind belongs in that list, so that its
+    /// series exists from the start).
     pub fn upstream_error(&self, kind: &str) {
+        debug_assert!(
+            UPSTREAM_ERROR_KINDS.contains(&kind),
+            "upstream error kind {kind:?} is not in UPSTREAM_ERROR_KINDS"
+        );
         self.upstream_errors.with_label_values(&[kind]).inc();
     }
 
@@ -346,8 +390,6 @@ mod tests {
         let m = Metrics::new("r");
         // Labelled families only show once they have a series.
         m.request(Outcome::Passed);
-        m.upstream_error("connect");
-        m.origin_response(200);
         let mut registered: Vec<String> = m
             .registry
             .gather()
@@ -355,12 +397,65 @@ mod tests {
             .map(|family| family.name().to_owned())
             .collect();
         registered.sort();
-        let mut published: Vec<String> = NAMES.iter().map(|n| (*n).to_owned()).collect();
+        let mut published: Vec<String> = NAMES
+            .iter()
+            .chain(PROCESS_NAMES)
+            .map(|n| (*n).to_owned())
+            .collect();
         published.sort();
         assert_eq!(registered, published);
         for histogram in HISTOGRAMS {
             assert!(NAMES.contains(histogram));
             assert!(m.render().contains(&format!("{histogram}_bucket")));
         }
+    }
+
+    /// `name{room="r",label="value"} 0` lines of a fresh registry.
+    fn zero_series(text: &str, name: &str, label: &str) -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")) && l.ends_with(" 0"))
+            .filter_map(|l| {
+                let value = l.split(&format!("{label}=\"")).nth(1)?;
+                Some(value[..value.find('"')?].to_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_error_kind_and_status_class_starts_at_zero() {
+        let m = Metrics::new("r");
+        let text = m.render();
+        let mut kinds = zero_series(&text, "waitroom_upstream_errors_total", "kind");
+        kinds.sort();
+        let mut expected: Vec<&str> = UPSTREAM_ERROR_KINDS.to_vec();
+        expected.sort();
+        assert_eq!(kinds, expected, "{text}");
+        let classes = zero_series(&text, "waitroom_origin_responses_total", "class");
+        assert_eq!(classes, ORIGIN_CLASSES, "{text}");
+
+        m.upstream_error("timeout");
+        m.origin_response(503);
+        let text = m.render();
+        assert!(text.contains("waitroom_upstream_errors_total{kind=\"timeout\",room=\"r\"} 1"));
+        assert!(text.contains("waitroom_origin_responses_total{class=\"5xx\",room=\"r\"} 1"));
+        assert!(text.contains("waitroom_origin_responses_total{class=\"2xx\",room=\"r\"} 0"));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn process_metrics_describe_this_process() {
+        let text = Metrics::new("r").render();
+        let value = |name: &str| -> f64 {
+            text.lines()
+                .find(|l| l.starts_with(&format!("{name}{{")))
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in {text}"))
+        };
+        assert!(value("process_resident_memory_bytes") > 1e6);
+        assert!(value("process_open_fds") >= 3.0);
+        assert!(value("process_max_fds") >= value("process_open_fds"));
+        assert!(value("process_threads") >= 1.0);
+        assert!(value("process_start_time_seconds") > 1.6e9);
     }
 }

@@ -8,6 +8,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde::Deserialize;
 use serde_yaml::Value;
@@ -225,38 +226,245 @@ fn the_configmap_is_a_valid_redis_room_and_the_deployment_matches_it() {
     assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
 }
 
+/// The variable that replaces store.url (with Redis' password in it). The proxy's side of it is
+/// not in src/config yet: the name is the one the manifests use.
+const ENV_REDIS_URL: &str = "WR_REDIS_URL";
+/// Redis' requirepass in the Secret, expanded into WR_REDIS_URL by Kubernetes.
+const REDIS_PASSWORD: &str = "REDIS_PASSWORD";
+
+/// `name -> (secret key or None, literal value or None)` of a container's env, in order.
+fn env_vars(container: &Value) -> Vec<(String, Option<String>, Option<String>)> {
+    container["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|var| {
+            let reference = &var["valueFrom"]["secretKeyRef"];
+            let key = (!reference.is_null()).then(|| {
+                assert_eq!(reference["name"], "waitroom-secrets", "{var:?}");
+                text(&reference["key"]).to_owned()
+            });
+            (
+                text(&var["name"]).to_owned(),
+                key,
+                var["value"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// `KEY=value` lines of an env file, comments and blank lines left out.
+fn env_file(path: &str) -> BTreeMap<String, String> {
+    read(path)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (k, v) = l.split_once('=').unwrap_or_else(|| panic!("{path}: {l}"));
+            (k.to_owned(), v.to_owned())
+        })
+        .collect()
+}
+
 #[test]
-fn the_secret_feeds_exactly_the_variables_the_code_reads_and_its_placeholders_cannot_run() {
+fn secrets_come_from_a_git_ignored_env_file_and_nothing_runs_on_placeholders() {
     let k = Manifests::load();
-    let secret = k.get("Secret", "waitroom-secrets");
-    let mut from_secret = BTreeSet::new();
-    for var in k.container()["env"].as_sequence().unwrap() {
-        let reference = &var["valueFrom"]["secretKeyRef"];
-        if reference.is_null() {
-            continue;
-        }
-        assert_eq!(reference["name"], "waitroom-secrets");
-        let key = text(&reference["key"]);
-        assert!(!secret["stringData"][key].is_null(), "the Secret has {key}");
-        from_secret.insert(text(&var["name"]).to_owned());
-    }
+    // No Secret object is applied from the repository: kustomize makes it from secrets.env.
+    assert!(
+        k.objects.iter().all(|o| o["kind"] != "Secret"),
+        "a Secret with placeholder values is among the resources"
+    );
+    let kustomization = documents("deploy/kubernetes/kustomization.yaml").remove(0);
+    let generators = kustomization["secretGenerator"].as_sequence().unwrap();
+    assert_eq!(generators.len(), 1);
+    assert_eq!(generators[0]["name"], "waitroom-secrets");
+    let envs: Vec<&str> = generators[0]["envs"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
+    assert_eq!(envs, ["secrets.env"]);
+    // Kept out of git and out of the image's build context.
+    assert!(
+        read(".gitignore")
+            .lines()
+            .any(|l| l.trim() == "/deploy/kubernetes/secrets.env")
+    );
+    assert!(
+        read(".dockerignore")
+            .lines()
+            .any(|l| l.trim() == "deploy/kubernetes/secrets.env")
+    );
+
+    // The example names exactly the keys the pods read, and holds no value to run on.
+    let example = env_file("deploy/kubernetes/secrets.env.example");
+    let proxy_env = env_vars(k.container());
+    let redis_container =
+        &k.get("Deployment", "waitroom-redis")["spec"]["template"]["spec"]["containers"][0];
+    let redis_env = env_vars(redis_container);
+    let referenced: BTreeSet<String> = proxy_env
+        .iter()
+        .chain(&redis_env)
+        .filter_map(|(_, key, _)| key.clone())
+        .collect();
+    assert_eq!(
+        referenced,
+        example.keys().cloned().collect::<BTreeSet<_>>(),
+        "secrets.env.example and the secretKeyRefs"
+    );
+    let from_secret: BTreeSet<String> = proxy_env
+        .iter()
+        .filter(|(_, key, _)| key.is_some())
+        .map(|(name, _, _)| name.clone())
+        .collect();
     assert_eq!(
         from_secret,
-        BTreeSet::from([ENV_JWT_SECRET.to_owned(), ENV_ADMIN_TOKEN.to_owned()])
+        BTreeSet::from([
+            ENV_JWT_SECRET.to_owned(),
+            ENV_ADMIN_TOKEN.to_owned(),
+            REDIS_PASSWORD.to_owned()
+        ])
     );
-    // Applied as shipped, the proxy refuses the placeholders instead of running with them.
+    assert!(example.values().all(String::is_empty), "{example:?}");
+    // Applied as the example stands, the proxy refuses to start instead of running on it.
     let placeholders = env(&[
-        (ENV_JWT_SECRET, text(&secret["stringData"][ENV_JWT_SECRET])),
-        (
-            ENV_ADMIN_TOKEN,
-            text(&secret["stringData"][ENV_ADMIN_TOKEN]),
-        ),
+        (ENV_JWT_SECRET, example[ENV_JWT_SECRET].as_str()),
+        (ENV_ADMIN_TOKEN, example[ENV_ADMIN_TOKEN].as_str()),
     ]);
     let toml = text(&k.get("ConfigMap", "waitroom-config")["data"]["drop.toml"]);
     match Config::parse(toml, &placeholders, false) {
         Err(ConfigError::Invalid { key, .. }) => assert_eq!(key, "pass.secret"),
-        other => panic!("the placeholder secrets were accepted: {:?}", other.is_ok()),
+        other => panic!("the example's secrets were accepted: {:?}", other.is_ok()),
     }
+}
+
+#[test]
+fn redis_asks_for_a_password_and_the_proxy_sends_it_in_wr_redis_url() {
+    let k = Manifests::load();
+    let config = k.config();
+    let redis_container =
+        &k.get("Deployment", "waitroom-redis")["spec"]["template"]["spec"]["containers"][0];
+    let redis_env = env_vars(redis_container);
+    assert!(
+        redis_env
+            .iter()
+            .any(|(name, key, _)| name == REDIS_PASSWORD && key.as_deref() == Some(REDIS_PASSWORD))
+    );
+    let args: Vec<&str> = redis_container["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
+    let at = args.iter().position(|a| *a == "--requirepass").unwrap();
+    assert_eq!(args[at + 1], format!("$({REDIS_PASSWORD})"));
+
+    // The proxy: REDIS_PASSWORD from the Secret, then WR_REDIS_URL built from it (Kubernetes
+    // expands $(VAR) only for variables defined earlier in the list).
+    let proxy_env = env_vars(k.container());
+    let position = |name: &str| proxy_env.iter().position(|(n, _, _)| n == name).unwrap();
+    assert!(position(REDIS_PASSWORD) < position(ENV_REDIS_URL));
+    let url = proxy_env[position(ENV_REDIS_URL)].2.clone().unwrap();
+    let rest = url
+        .strip_prefix(&format!("redis://:$({REDIS_PASSWORD})@"))
+        .unwrap_or_else(|| panic!("{url} carries no password"));
+    // The same Redis and database as the ConfigMap's store.url, which it replaces.
+    let Backend::Redis { url: file_url } = &config.store.backend else {
+        panic!("not redis")
+    };
+    assert_eq!(rest, file_url.trim_start_matches("redis://"));
+}
+
+#[test]
+fn the_network_policies_open_each_port_to_whom_it_serves() {
+    let k = Manifests::load();
+    let config = k.config();
+    let c = k.container();
+    let proxy_pod = &k.proxy()["spec"]["template"]["metadata"]["labels"];
+    let redis_deployment = k.get("Deployment", "waitroom-redis");
+    let redis_pod = &redis_deployment["spec"]["template"]["metadata"]["labels"];
+    let redis_container = &redis_deployment["spec"]["template"]["spec"]["containers"][0];
+
+    let policy = k.get("NetworkPolicy", "waitroom-proxy");
+    let spec = &policy["spec"];
+    assert!(selects(&spec["podSelector"]["matchLabels"], proxy_pod));
+    assert!(!selects(&spec["podSelector"]["matchLabels"], redis_pod));
+    assert_eq!(
+        spec["policyTypes"],
+        serde_yaml::from_str::<Value>("[Ingress]").unwrap()
+    );
+    let rules = spec["ingress"].as_sequence().unwrap();
+    assert_eq!(rules.len(), 2);
+    let port_of = |rule: &Value, container: &Value| -> u64 {
+        let ports = rule["ports"].as_sequence().unwrap();
+        assert_eq!(ports.len(), 1, "{rule:?}");
+        assert_eq!(ports[0]["protocol"], "TCP");
+        resolve_port(container, &ports[0]["port"])
+    };
+    let public = rules
+        .iter()
+        .find(|r| port_of(r, c) == u64::from(config.listen.port()))
+        .expect("a rule for the public port");
+    assert!(
+        public["from"].is_null(),
+        "the public port is open to anyone"
+    );
+    let admin = rules
+        .iter()
+        .find(|r| port_of(r, c) == u64::from(config.admin_address.port()))
+        .expect("a rule for the admin port");
+    let from = admin["from"].as_sequence().unwrap();
+    assert_eq!(from.len(), 1);
+    assert!(
+        from[0]["podSelector"].is_null() && from[0]["ipBlock"].is_null(),
+        "the admin port: namespaces picked by label, nothing else"
+    );
+    let namespaces = labels(&from[0]["namespaceSelector"]["matchLabels"]);
+    assert_eq!(
+        namespaces
+            .get("kubernetes.io/metadata.name")
+            .map(String::as_str),
+        Some("monitoring")
+    );
+
+    let policy = k.get("NetworkPolicy", "waitroom-redis");
+    let spec = &policy["spec"];
+    assert!(selects(&spec["podSelector"]["matchLabels"], redis_pod));
+    assert!(!selects(&spec["podSelector"]["matchLabels"], proxy_pod));
+    let rules = spec["ingress"].as_sequence().unwrap();
+    assert_eq!(rules.len(), 1);
+    let redis_service = k.get("Service", "waitroom-redis");
+    assert_eq!(
+        port_of(&rules[0], redis_container),
+        resolve_port(
+            redis_container,
+            &redis_service["spec"]["ports"][0]["targetPort"]
+        )
+    );
+    let from = rules[0]["from"].as_sequence().unwrap();
+    assert_eq!(from.len(), 1);
+    assert!(from[0]["namespaceSelector"].is_null() && from[0]["ipBlock"].is_null());
+    assert!(selects(&from[0]["podSelector"]["matchLabels"], proxy_pod));
+    assert!(!selects(&from[0]["podSelector"]["matchLabels"], redis_pod));
+}
+
+#[test]
+fn third_party_images_are_pinned_by_digest() {
+    let pinned = |image: &str| {
+        image
+            .split_once("@sha256:")
+            .is_some_and(|(_, d)| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    for (op, args) in dockerfile() {
+        if op == "FROM" {
+            let image = args.split_whitespace().next().unwrap();
+            assert!(pinned(image), "FROM {image}");
+        }
+    }
+    let k = Manifests::load();
+    let redis = &k.get("Deployment", "waitroom-redis")["spec"]["template"]["spec"]["containers"][0];
+    assert!(pinned(text(&redis["image"])), "{:?}", redis["image"]);
 }
 
 #[test]
@@ -421,19 +629,26 @@ fn the_dockerfile_builds_in_one_stage_and_runs_unprivileged_in_another() {
         "the pod runs as the image's user"
     );
 
-    let config = k.config();
+    // EXPOSE names exactly the ports the image's own config listens on from outside the
+    // container (its admin listener stays on loopback unless a mounted config says otherwise).
+    let image_config = runtime
+        .iter()
+        .find(|(op, args)| op == "COPY" && args.ends_with("/etc/waitroom/drop.toml"))
+        .map(|(_, args)| args.split_whitespace().next().unwrap().to_owned())
+        .expect("the image carries a drop.toml");
+    let (own, _) = Config::load(&repo(&image_config), &secrets(), false).unwrap();
+    let reachable: BTreeSet<u64> = [own.listen, own.admin_address]
+        .iter()
+        .filter(|a| a.ip().is_unspecified())
+        .map(|a| u64::from(a.port()))
+        .collect();
     let exposed: BTreeSet<u64> = runtime
         .iter()
         .filter(|(op, _)| op == "EXPOSE")
         .flat_map(|(_, args)| args.split_whitespace().map(|p| p.parse::<u64>().unwrap()))
         .collect();
-    assert_eq!(
-        exposed,
-        BTreeSet::from([
-            u64::from(config.listen.port()),
-            u64::from(config.admin_address.port())
-        ])
-    );
+    assert_eq!(exposed, reachable);
+    assert!(!exposed.contains(&u64::from(own.admin_address.port())));
     // The image's default command reads the file the Deployment mounts.
     let cmd: Vec<String> = runtime
         .iter()
@@ -447,7 +662,11 @@ fn the_dockerfile_builds_in_one_stage_and_runs_unprivileged_in_another() {
         .map(text)
         .collect();
     assert_eq!(cmd, deployment_args);
-    assert!(read(".dockerignore").lines().any(|l| l.trim() == "target/"));
+    let dockerignore = read(".dockerignore");
+    let ignored: BTreeSet<&str> = dockerignore.lines().map(str::trim).collect();
+    for path in ["target/", "e2e/node_modules/"] {
+        assert!(ignored.contains(path), ".dockerignore lacks {path}");
+    }
 }
 
 /// `key -> values` of one section of a systemd unit.
@@ -545,11 +764,18 @@ fn the_systemd_unit_is_hardened_and_agrees_with_the_binary() {
     assert!(duration_secs(one("TimeoutStopSec")) > grace + grace.max(1));
 }
 
+/// The proxy's metrics named in a PromQL expression (`waitroom_*`, and the process collector's).
 fn metric_names(expr: &str) -> Vec<String> {
+    let mut names = metric_names_with(expr, "waitroom_");
+    names.extend(metric_names_with(expr, "process_"));
+    names
+}
+
+fn metric_names_with(expr: &str, prefix: &str) -> Vec<String> {
     let mut names = Vec::new();
     let bytes = expr.as_bytes();
     let mut i = 0;
-    while let Some(at) = expr[i..].find("waitroom_") {
+    while let Some(at) = expr[i..].find(prefix) {
         let start = i + at;
         let end = expr[start..]
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -577,11 +803,13 @@ fn check_expr(expr: &str, used: &mut BTreeSet<String>) {
             })
             .unwrap_or(&name);
         assert!(
-            waitroom::metrics::NAMES.contains(&base),
+            waitroom::metrics::NAMES.contains(&base)
+                || waitroom::metrics::PROCESS_NAMES.contains(&base),
             "{name} is not exported by the proxy (in {expr})"
         );
         used.insert(base.to_owned());
     }
+    // Requests' outcomes, then Turnstile answers' (both label their series `outcome`).
     let outcomes = [
         "passed",
         "admitted",
@@ -590,11 +818,15 @@ fn check_expr(expr: &str, used: &mut BTreeSet<String>) {
         "rejected",
         "unprotected",
         "limited",
+        "challenged",
+        "failed",
+        "unreachable",
+        "malformed",
     ];
     for (label, allowed) in [
         ("outcome", &outcomes[..]),
-        ("class", &["1xx", "2xx", "3xx", "4xx", "5xx"][..]),
-        ("kind", &["connect", "tls", "timeout", "status"][..]),
+        ("kind", waitroom::metrics::UPSTREAM_ERROR_KINDS),
+        ("class", waitroom::metrics::ORIGIN_CLASSES),
     ] {
         let needle = format!("{label}=\"");
         let mut rest = expr;
@@ -655,7 +887,16 @@ fn every_metric_in_the_dashboard_is_exported_and_the_room_is_covered() {
         );
         titles.push(panel["title"].as_str().unwrap().to_owned());
         for target in panel["targets"].as_array().into_iter().flatten() {
-            check_expr(target["expr"].as_str().unwrap(), &mut used);
+            let expr = target["expr"].as_str().unwrap();
+            check_expr(expr, &mut used);
+            check_dashboard_expr(expr);
+            // Several rooms picked at once: every line says which room it is.
+            let legend = target["legendFormat"].as_str().unwrap_or_default();
+            assert!(legend.contains("{{room}}"), "legend {legend:?} of {expr}");
+            assert!(
+                expr.contains("by (room") || expr.contains("by (le, room"),
+                "not per room: {expr}"
+            );
         }
     }
     // What an operator watches during a drop.
@@ -674,24 +915,75 @@ fn every_metric_in_the_dashboard_is_exported_and_the_room_is_covered() {
         "waitroom_leader",
         "waitroom_store_up",
         "waitroom_store_errors_total",
+        "waitroom_prequeueing",
+        "waitroom_order_tau",
+        "waitroom_turnstile_verifications_total",
+        "waitroom_turnstile_parked_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_max_fds",
+        "process_cpu_seconds_total",
     ] {
         assert!(
             used.contains(needed),
             "the dashboard does not show {needed}"
         );
     }
-    let variables: Vec<&str> = dashboard["templating"]["list"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
-    assert!(variables.contains(&"room") && variables.contains(&"datasource"));
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    let variable = |name: &str| {
+        variables
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("no variable {name}"))
+    };
+    variable("datasource");
+    // One room, several, or all of them.
+    let room = variable("room");
+    assert_eq!(room["multi"], true);
+    assert_eq!(room["includeAll"], true);
+    let all = room["allValue"].as_str().unwrap();
+    assert!(all == ".+" || all == ".*", "allValue {all:?} is a regex");
+    let query = room["definition"].as_str().unwrap();
+    assert!(query.starts_with("label_values(waitroom_") && query.ends_with(", room)"));
+}
+
+/// A dashboard query: every rate() and increase() over Grafana's `$__rate_interval` (a fixed
+/// window shows nothing when it is shorter than two scrapes, and hides spikes when longer), and
+/// every metric filtered by the `room` variable.
+fn check_dashboard_expr(expr: &str) {
+    for function in ["rate(", "increase(", "delta("] {
+        let mut rest = expr;
+        while let Some(at) = rest.find(function) {
+            let preceded = rest[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            rest = &rest[at + function.len()..];
+            if preceded {
+                continue; // irate( is not rate(
+            }
+            let close = rest.find(')').unwrap();
+            let window = &rest[..close];
+            assert!(
+                window.ends_with("[$__rate_interval]"),
+                "{function}) without [$__rate_interval]: {expr}"
+            );
+        }
+    }
+    for name in metric_names(expr) {
+        let at = expr.find(&name).unwrap() + name.len();
+        let selector = &expr[at..];
+        assert!(
+            selector.starts_with("{room=~\"$room\""),
+            "{name} is not filtered by the room variable in {expr}"
+        );
+    }
 }
 
 #[test]
 fn every_alert_uses_exported_metrics_and_the_operator_copy_is_identical() {
-    let rules = documents("deploy/grafana/alerts.yaml").remove(0);
+    let rules = documents("deploy/prometheus/alerts.yaml").remove(0);
+    let anchors = runbook_anchors();
     let mut used = BTreeSet::new();
     let mut alerts = BTreeSet::new();
     for group in rules["groups"].as_sequence().unwrap() {
@@ -703,6 +995,12 @@ fn every_alert_uses_exported_metrics_and_the_operator_copy_is_identical() {
             assert!(["warning", "critical"].contains(&severity), "{name}");
             assert!(rule["annotations"]["summary"].is_string(), "{name}");
             assert!(rule["annotations"]["description"].is_string(), "{name}");
+            // Each alert points at its own section of docs/runbook.md.
+            let url = text(&rule["annotations"]["runbook_url"]);
+            let (file, anchor) = url.split_once('#').unwrap();
+            assert!(file.ends_with("docs/runbook.md"), "{name}: {url}");
+            assert_eq!(anchor, name.to_lowercase(), "{name}: {url}");
+            assert!(anchors.contains(anchor), "{name}: no section #{anchor}");
             alerts.insert(name);
         }
     }
@@ -712,17 +1010,82 @@ fn every_alert_uses_exported_metrics_and_the_operator_copy_is_identical() {
         "WaitroomNoLeader",
         "WaitroomOrigin5xx",
         "WaitroomAdmissionsBelowRate",
+        "WaitroomTurnstileUnreachable",
+        "WaitroomFileDescriptorsNearLimit",
     ] {
         assert!(alerts.contains(needed), "no {needed} alert");
     }
     assert!(used.contains("waitroom_rate_per_minute"));
+    assert!(used.contains("process_open_fds"));
 
     let k = Manifests::load();
     let operator = k.get("PrometheusRule", "waitroom");
     assert_eq!(
         operator["spec"], rules,
-        "deploy/kubernetes/prometheusrule.yaml differs from deploy/grafana/alerts.yaml"
+        "deploy/kubernetes/prometheusrule.yaml differs from deploy/prometheus/alerts.yaml"
     );
+    // The rules live with Prometheus, not with Grafana; nothing points at the old place.
+    assert!(!repo("deploy/grafana/alerts.yaml").exists());
+    for file in [
+        "deploy/kubernetes/prometheusrule.yaml",
+        "deploy/kubernetes/kustomization.yaml",
+        "deploy/prometheus/alerts.yaml",
+        "docs/runbook.md",
+    ] {
+        assert!(!read(file).contains("grafana/alerts"), "{file}");
+    }
+}
+
+/// GitHub's anchors of docs/runbook.md's `##` sections: lower case, spaces as '-', other
+/// punctuation dropped.
+fn runbook_anchors() -> BTreeSet<String> {
+    read("docs/runbook.md")
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(|heading| {
+            heading
+                .trim()
+                .to_lowercase()
+                .chars()
+                .filter_map(|c| match c {
+                    ' ' => Some('-'),
+                    c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn the_runbook_has_a_section_for_every_alert_and_its_links_resolve() {
+    let anchors = runbook_anchors();
+    let text = read("docs/runbook.md");
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("](#") {
+        let link = &rest[at + 3..];
+        let anchor = &link[..link.find(')').unwrap()];
+        assert!(anchors.contains(anchor), "broken link #{anchor}");
+        rest = link;
+    }
+    let rules = documents("deploy/prometheus/alerts.yaml").remove(0);
+    let alerts: BTreeSet<String> = rules["groups"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_sequence().unwrap())
+        .map(|r| text_of(&r["alert"]).to_lowercase())
+        .collect();
+    let sections: BTreeSet<String> = anchors
+        .iter()
+        .filter(|a| a.starts_with("waitroom"))
+        .cloned()
+        .collect();
+    assert_eq!(sections, alerts, "one runbook section per alert, no more");
+}
+
+fn text_of(v: &Value) -> String {
+    text(v).to_owned()
 }
 
 #[test]
@@ -744,6 +1107,47 @@ fn the_shipped_config_documents_the_new_keys() {
         assert!(
             drop.contains(key),
             "config/drop.toml does not mention {key}"
+        );
+    }
+}
+
+/// promtool (Debian package prometheus, installed by scripts/setup.sh): None and a line on
+/// stderr where it is missing, except under CI.
+fn promtool() -> Option<&'static str> {
+    if Command::new("promtool")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Some("promtool");
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "promtool is not installed on this CI machine"
+    );
+    eprintln!("promtool is not installed: the alert rules are not checked by Prometheus itself");
+    None
+}
+
+#[test]
+fn promtool_accepts_the_rules_and_their_unit_tests_pass() {
+    let Some(promtool) = promtool() else {
+        return;
+    };
+    for args in [
+        &["check", "rules", "alerts.yaml"][..],
+        &["test", "rules", "alerts_test.yaml"][..],
+    ] {
+        let run = Command::new(promtool)
+            .args(args)
+            .current_dir(repo("deploy/prometheus"))
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&run.stdout),
+            String::from_utf8_lossy(&run.stderr)
         );
     }
 }

@@ -1,7 +1,9 @@
 #![allow(clippy::unwrap_used)]
-//! infra/cloudflare, the managed variant: Terraform cannot run here, so its files are parsed and
-//! checked against each other (resources, variables declared and used, the page template), and
-//! `export-terraform` is checked to carry config/drop.toml into variables they declare.
+//! infra/cloudflare, the managed variant: the provider cannot be fetched here, so its files are
+//! parsed and checked against each other (resources, variables declared and used, types, the
+//! Advanced-plan switch, the page template), and `export-terraform` is checked to carry drop.toml
+//! files into variables they declare, with values of the declared types. Where the terraform CLI
+//! is installed, the variables' own validations run on what export-terraform writes.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -13,7 +15,7 @@ use hcl::{Block, Body, Expression};
 use waitroom::config::RoomSettings;
 use waitroom::config::file::ConfigFile;
 use waitroom::custom_page::CustomPage;
-use waitroom::export::bypass_expression;
+use waitroom::export::{CLOUDFLARE_LANGUAGES, bypass_expression};
 
 fn infra() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/cloudflare")
@@ -215,13 +217,13 @@ fn every_resource_is_there_with_its_v5_arguments() {
         "cookie_attributes",
         "default_template_language",
         "enabled_origin_commands",
+        "json_response_enabled",
+        // Left out, the provider's defaults (invisible, log) would turn a challenge on.
+        "turnstile_mode",
+        "turnstile_action",
     ] {
         attribute(room, key);
     }
-    assert_eq!(
-        attribute(room, "json_response_enabled"),
-        &Expression::Bool(true)
-    );
     // v5: cookie_attributes is an object attribute, not a block.
     assert!(matches!(
         attribute(room, "cookie_attributes"),
@@ -242,6 +244,11 @@ fn every_resource_is_there_with_its_v5_arguments() {
         "shuffle_at_event_start",
         "total_active_users",
         "new_users_per_minute",
+        "session_duration",
+        "disable_session_renewal",
+        "queueing_method",
+        "turnstile_mode",
+        "turnstile_action",
     ] {
         attribute(event, key);
     }
@@ -326,8 +333,11 @@ fn every_variable_used_is_declared_and_every_declared_one_is_used() {
 fn the_page_template_referenced_exists_and_compiles() {
     let files = module();
     let room = resource(&files, "cloudflare_waiting_room").body();
-    let Expression::FuncCall(call) = attribute(room, "custom_page_html") else {
-        panic!("custom_page_html is not file(...)");
+    let Expression::Conditional(advanced) = attribute(room, "custom_page_html") else {
+        panic!("custom_page_html is not var.advanced_plan ? file(...) : null");
+    };
+    let Expression::FuncCall(call) = &advanced.true_expr else {
+        panic!("custom_page_html is not file(...) on the Advanced plan");
     };
     assert_eq!(call.name.name.as_str(), "file");
     let Some(Expression::TemplateExpr(path)) = call.args.first() else {
@@ -471,4 +481,487 @@ fn export_terraform_refuses_a_bad_config_and_the_old_usage_still_works() {
         .output()
         .unwrap();
     assert_eq!(both.status.code(), Some(2));
+}
+
+fn variable<'a>(files: &'a [(String, Body)], name: &str) -> &'a Block {
+    blocks(files, "variable")
+        .find(|b| label(b, 0) == name)
+        .unwrap_or_else(|| panic!("no variable {name}"))
+}
+
+fn validations(block: &Block) -> impl Iterator<Item = &Expression> {
+    block
+        .body()
+        .blocks()
+        .filter(|b| b.identifier() == "validation")
+        .map(|v| attribute(v.body(), "condition"))
+}
+
+fn vars_in(expr: &Expression) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    collect_vars(expr, &mut out);
+    out
+}
+
+/// `var.advanced_plan ? <value> : null`: the attribute is sent only on the Advanced plan.
+fn only_on_the_advanced_plan(expr: &Expression, what: &str) {
+    let Expression::Conditional(c) = expr else {
+        panic!("{what} is not var.advanced_plan ? ... : null");
+    };
+    assert_eq!(
+        vars_in(&c.cond_expr),
+        BTreeSet::from(["advanced_plan".to_owned()]),
+        "{what}"
+    );
+    assert_eq!(c.false_expr, Expression::Null, "{what}");
+}
+
+#[test]
+fn what_needs_the_advanced_plan_is_sent_only_with_it_and_refused_without_it() {
+    let files = module();
+    let plan = variable(&files, "advanced_plan").body();
+    assert_eq!(attribute(plan, "type").to_string(), "bool");
+    assert_eq!(attribute(plan, "default"), &Expression::Bool(false));
+
+    let room = resource(&files, "cloudflare_waiting_room").body();
+    assert_eq!(
+        attribute(room, "json_response_enabled").to_string(),
+        "var.advanced_plan"
+    );
+    for key in [
+        "custom_page_html",
+        "queueing_method",
+        "disable_session_renewal",
+    ] {
+        only_on_the_advanced_plan(attribute(room, key), key);
+    }
+    let event = resource(&files, "cloudflare_waiting_room_event").body();
+    for key in ["queueing_method", "disable_session_renewal"] {
+        only_on_the_advanced_plan(attribute(event, key), &format!("event {key}"));
+    }
+    // The values that need the plan are refused without it, not silently dropped.
+    for name in [
+        "queueing_method",
+        "disable_session_renewal",
+        "turnstile_mode",
+        "turnstile_action",
+        "events",
+    ] {
+        assert!(
+            validations(variable(&files, name)).any(|c| vars_in(c).contains("advanced_plan")),
+            "variable {name} has no validation against advanced_plan"
+        );
+    }
+    // And what does not need it is sent whatever the plan.
+    for key in [
+        "turnstile_mode",
+        "turnstile_action",
+        "default_template_language",
+    ] {
+        assert!(
+            !matches!(attribute(room, key), Expression::Conditional(_)),
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn default_template_language_accepts_exactly_the_providers_38() {
+    let files = module();
+    let condition = validations(variable(&files, "default_template_language"))
+        .next()
+        .unwrap();
+    let Expression::FuncCall(call) = condition else {
+        panic!("not contains([...], var.default_template_language)");
+    };
+    assert_eq!(call.name.name.as_str(), "contains");
+    let Some(Expression::Array(codes)) = call.args.first() else {
+        panic!("contains() without a list");
+    };
+    let listed: BTreeSet<String> = codes
+        .iter()
+        .map(|c| match c {
+            Expression::String(s) => s.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(listed.len(), codes.len(), "duplicates");
+    let exported: BTreeSet<String> = CLOUDFLARE_LANGUAGES.iter().map(|c| c.to_string()).collect();
+    assert_eq!(listed, exported);
+}
+
+/// Whether a tfvars value fits a Terraform type expression; `path` names it in the panic.
+fn check_type(ty: &Expression, value: &serde_json::Value, path: &str) {
+    match ty {
+        Expression::Variable(name) => {
+            let fits = match name.as_str() {
+                "string" => value.is_string(),
+                "number" => value.is_number(),
+                "bool" => value.is_boolean(),
+                "any" => true,
+                other => panic!("{path}: unknown type {other}"),
+            };
+            assert!(fits, "{path}: {value} is not a {}", name.as_str());
+        }
+        Expression::FuncCall(call) => {
+            let inner = call.args.first().unwrap();
+            match call.name.name.as_str() {
+                "optional" => {
+                    if !value.is_null() {
+                        check_type(inner, value, path);
+                    }
+                }
+                "list" | "set" => {
+                    let items = value
+                        .as_array()
+                        .unwrap_or_else(|| panic!("{path}: {value} is not a list"));
+                    for (i, item) in items.iter().enumerate() {
+                        check_type(inner, item, &format!("{path}[{i}]"));
+                    }
+                }
+                "object" => {
+                    let Expression::Object(fields) = inner else {
+                        panic!("{path}: object() without fields");
+                    };
+                    let value = value
+                        .as_object()
+                        .unwrap_or_else(|| panic!("{path}: {value} is not an object"));
+                    let declared: BTreeSet<String> =
+                        fields.iter().map(|(k, _)| k.to_string()).collect();
+                    for key in value.keys() {
+                        assert!(
+                            declared.contains(key),
+                            "{path}.{key} is not an attribute of the type"
+                        );
+                    }
+                    for (key, field_type) in fields {
+                        let key = key.to_string();
+                        let optional = matches!(
+                            field_type,
+                            Expression::FuncCall(f) if f.name.name.as_str() == "optional"
+                        );
+                        let field = value.get(&key).unwrap_or(&serde_json::Value::Null);
+                        assert!(
+                            optional || !field.is_null(),
+                            "{path}.{key} is required by the type"
+                        );
+                        check_type(field_type, field, &format!("{path}.{key}"));
+                    }
+                }
+                other => panic!("{path}: unknown type constructor {other}"),
+            }
+        }
+        other => panic!("{path}: unknown type expression {other}"),
+    }
+}
+
+/// Every key of a tfvars file is a declared variable and its value fits the declared type.
+fn check_tfvars(files: &[(String, Body)], vars: &serde_json::Value) {
+    for (key, value) in vars.as_object().unwrap() {
+        let block = variable(files, key);
+        check_type(attribute(block.body(), "type"), value, key);
+    }
+}
+
+/// A drop.toml using most of what Cloudflare can express, the Advanced plan's part included.
+const RICH: &str = r#"
+[origin]
+address = "127.0.0.1:3000"
+[room]
+id = "spring-drop"
+name = "Spring drop"
+host = "shop.example.com"
+path = "/drops"
+total_active_users = 500
+new_users_per_minute = 250
+session_duration = "10m"
+queueing_method = "random"
+bypass = ["/static/*"]
+bypass_ips = ["203.0.113.0/24"]
+bypass_headers = ["X-Monitoring"]
+bypass_cookies = ["staff"]
+bypass_verified_crawlers = true
+[[room.events]]
+name = "drop-1000"
+description = "The ten o'clock drop"
+prequeue_start_time = "2026-12-05T09:30:00+01:00"
+event_start_time = "2026-12-05T10:00:00+01:00"
+event_end_time = "2026-12-05T12:00:00+01:00"
+shuffle_at_event_start = true
+total_active_users = 300
+new_users_per_minute = 250
+session_duration = "3m"
+disable_session_renewal = true
+queueing_method = "fifo"
+[[room.events]]
+name = "restock"
+event_start_time = "2026-12-06T10:00:00Z"
+event_end_time = "2026-12-06T11:00:00Z"
+[pass]
+cookie_samesite = "None"
+[page]
+default_template_language = "de-DE"
+[turnstile]
+mode = "visible_managed"
+action = "infinite_queue"
+site_key = "1x00000000000000000000AA"
+"#;
+
+fn export_text(toml: &str) -> (String, String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("drop.toml");
+    std::fs::write(&config, toml).unwrap();
+    let out = dir.path().join("room.auto.tfvars");
+    let (stderr, vars) = export(&config, &out);
+    (std::fs::read_to_string(&out).unwrap(), stderr, vars)
+}
+
+#[test]
+fn exported_values_have_the_declared_types_and_the_advanced_plan_is_asked_for() {
+    let files = module();
+    let (text, stderr, vars) = export_text(RICH);
+    check_tfvars(&files, &vars);
+    assert_eq!(vars["advanced_plan"], true, "{text}");
+    assert_eq!(vars["turnstile_mode"], "visible_managed");
+    assert_eq!(vars["turnstile_action"], "infinite_queue");
+    assert_eq!(vars["cookie_samesite"], "none");
+    assert_eq!(vars["default_template_language"], "de-DE");
+    let events = vars["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    for event in events {
+        assert_eq!(event["turnstile_mode"], "visible_managed");
+        assert_eq!(event["turnstile_action"], "infinite_queue");
+    }
+    for needle in [
+        "Advanced plan: room.queueing_method = \"random\"",
+        "Advanced plan: room.events \"drop-1000\": disable_session_renewal = true",
+        "Advanced plan: turnstile.mode = \"visible_managed\"",
+        "Advanced plan: turnstile.action = \"infinite_queue\"",
+    ] {
+        assert!(stderr.contains(needle), "{needle} not in {stderr}");
+    }
+    assert!(!stderr.contains("queueing_method = \"fifo\""), "{stderr}");
+
+    let drop = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/drop.toml");
+    let (_, stderr, vars) = export_text(&std::fs::read_to_string(drop).unwrap());
+    check_tfvars(&files, &vars);
+    assert!(
+        vars.get("advanced_plan").is_none(),
+        "drop.toml needs no plan"
+    );
+    assert_eq!(
+        vars["turnstile_mode"], "off",
+        "drop.toml has no [turnstile]"
+    );
+    assert!(!stderr.contains("Advanced plan:"), "{stderr}");
+
+    let example = std::fs::read_to_string(infra().join("terraform.tfvars.example")).unwrap();
+    check_tfvars(&files, &hcl::from_str(&example).unwrap());
+}
+
+/// The terraform CLI, where installed: None (and a line on stderr) elsewhere, except under CI,
+/// whose machines have it.
+fn terraform() -> Option<PathBuf> {
+    let found = Command::new("terraform")
+        .arg("version")
+        .env("CHECKPOINT_DISABLE", "1")
+        .env("TF_CLI_CONFIG_FILE", "/dev/null")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return Some(PathBuf::from("terraform"));
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "terraform is not installed on this CI machine"
+    );
+    eprintln!("terraform is not installed: the variables' validations are not run");
+    None
+}
+
+/// Runs variables.tf's validations (no provider needed: the module is the variables alone) on
+/// tfvars text plus `extra` -var pairs; Err holds terraform's output.
+fn validate(terraform: &Path, tfvars: &str, extra: &[&str]) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        infra().join("variables.tf"),
+        dir.path().join("variables.tf"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("room.tfvars"), tfvars).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(terraform)
+            .args(args)
+            .current_dir(dir.path())
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_CLI_CONFIG_FILE", "/dev/null")
+            .output()
+            .unwrap()
+    };
+    let init = run(&["init", "-input=false", "-no-color"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let mut args = vec![
+        "plan",
+        "-input=false",
+        "-no-color",
+        "-lock=false",
+        "-var-file=room.tfvars",
+        "-var",
+        "zone_id=0123456789abcdef0123456789abcdef",
+    ];
+    for pair in extra {
+        args.extend(["-var", pair]);
+    }
+    let plan = run(&args);
+    if plan.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&plan.stdout),
+            String::from_utf8_lossy(&plan.stderr)
+        ))
+    }
+}
+
+#[test]
+fn terraform_accepts_what_export_writes_and_refuses_what_cloudflare_would() {
+    let Some(terraform) = terraform() else {
+        return;
+    };
+    let drop = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/drop.toml");
+    let (drop_vars, _, _) = export_text(&std::fs::read_to_string(drop).unwrap());
+    // drop.toml's limits are under Cloudflare's minimum of 200 (a note says so): raised here.
+    validate(
+        &terraform,
+        &drop_vars,
+        &[
+            "host=shop.example.com",
+            "total_active_users=200",
+            "new_users_per_minute=200",
+        ],
+    )
+    .unwrap();
+
+    let example = std::fs::read_to_string(infra().join("terraform.tfvars.example")).unwrap();
+    validate(&terraform, &example, &[]).unwrap();
+    // And the module and its example are as `terraform fmt` writes them.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("example.tfvars"), &example).unwrap();
+    for path in [infra(), dir.path().to_owned()] {
+        let fmt = Command::new(&terraform)
+            .args(["fmt", "-check", "-list=true", "-no-color"])
+            .arg(&path)
+            .env("TF_CLI_CONFIG_FILE", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(
+            fmt.status.success(),
+            "terraform fmt would change: {}",
+            String::from_utf8_lossy(&fmt.stdout)
+        );
+    }
+
+    let (rich, _, _) = export_text(RICH);
+    validate(&terraform, &rich, &[]).unwrap();
+    // Without the plan line, terraform names what needs the plan.
+    assert!(rich.contains("advanced_plan = true\n"));
+    let without = rich.replace("advanced_plan = true\n", "");
+    let refused = validate(&terraform, &without, &[]).unwrap_err();
+    for variable in [
+        "queueing_method",
+        "turnstile_mode",
+        "turnstile_action",
+        "events",
+    ] {
+        assert!(
+            refused.contains(&format!("var.{variable}")),
+            "{variable} not refused: {refused}"
+        );
+    }
+    assert!(refused.contains("Waiting Room Advanced plan"), "{refused}");
+
+    let base = "room_name = \"r\"\nhost = \"shop.example.com\"\ntotal_active_users = 200\n\
+                new_users_per_minute = 200\n";
+    let with = |extra: &str| format!("{base}{extra}\n");
+    validate(
+        &terraform,
+        &with("default_template_language = \"vi-VN\""),
+        &[],
+    )
+    .unwrap();
+    assert!(
+        validate(
+            &terraform,
+            &with("default_template_language = \"xx-XX\""),
+            &[]
+        )
+        .unwrap_err()
+        .contains("default_template_language")
+    );
+    let cookie = validate(
+        &terraform,
+        &with("cookie_samesite = \"none\"\ncookie_secure = \"never\""),
+        &[],
+    )
+    .unwrap_err();
+    assert!(cookie.contains("needs a Secure cookie"), "{cookie}");
+    validate(
+        &terraform,
+        &with("cookie_samesite = \"none\"\ncookie_secure = \"always\""),
+        &[],
+    )
+    .unwrap();
+    let event = |prequeue: &str| {
+        with(&format!(
+            "events = [{{ name = \"e\", prequeue_start_time = \"{prequeue}\", \
+             event_start_time = \"2026-01-01T10:00:00Z\", \
+             event_end_time = \"2026-01-01T11:00:00Z\" }}]"
+        ))
+    };
+    let short = validate(&terraform, &event("2026-01-01T09:56:00Z"), &[]).unwrap_err();
+    assert!(short.contains("at least 5 minutes"), "{short}");
+    validate(&terraform, &event("2026-01-01T09:55:00Z"), &[]).unwrap();
+}
+
+#[test]
+fn export_terraform_refuses_what_terraform_apply_would_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_waitroom-proxy");
+    for (extra, key) in [
+        (
+            "[[room.events]]\nname = \"e\"\nprequeue_start_time = \"2026-01-01T09:56:00Z\"\n\
+             event_start_time = \"2026-01-01T10:00:00Z\"\n\
+             event_end_time = \"2026-01-01T11:00:00Z\"\n",
+            "room.events[0].prequeue_start_time",
+        ),
+        (
+            "[pass]\ncookie_samesite = \"None\"\ncookie_secure = false\n",
+            "pass.cookie_samesite",
+        ),
+    ] {
+        let config = dir.path().join("bad.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[origin]\naddress = \"127.0.0.1:1\"\n[room]\nid = \"r\"\n\
+                 total_active_users = 200\nnew_users_per_minute = 200\n{extra}"
+            ),
+        )
+        .unwrap();
+        let run = Command::new(bin)
+            .args(["export-terraform", "--config"])
+            .arg(&config)
+            .output()
+            .unwrap();
+        assert_eq!(run.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(stderr.contains(key), "{key} not in {stderr}");
+        assert!(run.stdout.is_empty());
+    }
 }

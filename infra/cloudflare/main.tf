@@ -1,6 +1,10 @@
 # The room, its scheduled drops, its bypass rules and the zone-wide waiting-room settings.
 # custom_page_html is waiting.html beside this file: the same Mustache page waitroom-proxy
 # serves with `[page] template`, so visitors see one page whichever variant runs.
+#
+# What only the Waiting Room Advanced plan allows is sent only with advanced_plan = true
+# (variables.tf refuses the values that need it otherwise): without it the room serves
+# Cloudflare's own page in default_template_language, HTML only, fifo, sliding sessions.
 
 resource "cloudflare_waiting_room" "room" {
   zone_id     = var.zone_id
@@ -13,17 +17,21 @@ resource "cloudflare_waiting_room" "room" {
   new_users_per_minute = var.new_users_per_minute
   # Minutes, unlike drop.toml's duration strings.
   session_duration        = var.session_duration
-  disable_session_renewal = var.disable_session_renewal
+  disable_session_renewal = var.advanced_plan ? var.disable_session_renewal : null
 
-  queueing_method      = var.queueing_method
+  queueing_method      = var.advanced_plan ? var.queueing_method : null
   queueing_status_code = var.queueing_status_code
   queue_all            = var.queue_all
   suspended            = var.suspended
 
-  # Clients written for either variant poll the same JSON.
-  json_response_enabled     = true
-  custom_page_html          = file("${path.module}/waiting.html")
+  # Clients written for either variant poll the same JSON (Advanced plan).
+  json_response_enabled     = var.advanced_plan
+  custom_page_html          = var.advanced_plan ? file("${path.module}/waiting.html") : null
   default_template_language = var.default_template_language
+
+  # Always written: left out, the provider turns on an invisible challenge (its default).
+  turnstile_mode   = var.turnstile_mode
+  turnstile_action = var.turnstile_action
 
   cookie_suffix = var.cookie_suffix == "" ? null : var.cookie_suffix
   cookie_attributes = {
@@ -52,8 +60,8 @@ resource "cloudflare_waiting_room_event" "drop" {
   total_active_users      = var.events[count.index].total_active_users
   new_users_per_minute    = var.events[count.index].new_users_per_minute
   session_duration        = var.events[count.index].session_duration
-  disable_session_renewal = var.events[count.index].disable_session_renewal
-  queueing_method         = var.events[count.index].queueing_method
+  disable_session_renewal = var.advanced_plan ? var.events[count.index].disable_session_renewal : null
+  queueing_method         = var.advanced_plan ? var.events[count.index].queueing_method : null
   turnstile_mode          = var.events[count.index].turnstile_mode
   turnstile_action        = var.events[count.index].turnstile_action
 }

@@ -1,5 +1,15 @@
 # Every knob of the managed room. The names follow drop.toml, which follows Cloudflare:
-# `waitroom-proxy export-terraform --config drop.toml` writes all of them but zone_id.
+# `waitroom-proxy export-terraform --config drop.toml` writes all of them but zone_id (and
+# advanced_plan, which it sets to true only when drop.toml uses what needs it).
+#
+# Some validations compare two variables (advanced_plan with the settings it unlocks, the
+# cookie's SameSite with its Secure): Terraform 1.9 or later (versions.tf).
+
+variable "advanced_plan" {
+  description = "true when the zone has Cloudflare's Waiting Room Advanced plan: only then are json_response_enabled, custom_page_html (waiting.html), a queueing_method other than fifo, disable_session_renewal, a visible turnstile_mode and turnstile_action = infinite_queue sent; without it the API refuses them."
+  type        = bool
+  default     = false
+}
 
 variable "zone_id" {
   description = "ID of the Cloudflare zone that holds the shop's hostname (32 hexadecimal characters)."
@@ -80,19 +90,29 @@ variable "session_duration" {
 }
 
 variable "disable_session_renewal" {
-  description = "true: a session is a fixed window from admission instead of sliding."
+  description = "true: a session is a fixed window from admission instead of sliding (Advanced plan)."
   type        = bool
   default     = false
+
+  validation {
+    condition     = var.advanced_plan || !var.disable_session_renewal
+    error_message = "disable_session_renewal = true needs Cloudflare's Waiting Room Advanced plan: set advanced_plan = true if the zone has it."
+  }
 }
 
 variable "queueing_method" {
-  description = "fifo, random, passthrough or reject."
+  description = "fifo, random, passthrough or reject (all but fifo: Advanced plan)."
   type        = string
   default     = "fifo"
 
   validation {
     condition     = contains(["fifo", "random", "passthrough", "reject"], var.queueing_method)
     error_message = "queueing_method must be one of fifo, random, passthrough, reject."
+  }
+
+  validation {
+    condition     = var.advanced_plan || var.queueing_method == "fifo"
+    error_message = "a queueing_method other than fifo needs Cloudflare's Waiting Room Advanced plan: set advanced_plan = true if the zone has it."
   }
 }
 
@@ -139,6 +159,11 @@ variable "cookie_samesite" {
     condition     = contains(["auto", "lax", "none", "strict"], var.cookie_samesite)
     error_message = "cookie_samesite must be one of auto, lax, none, strict."
   }
+
+  validation {
+    condition     = !(var.cookie_samesite == "none" && var.cookie_secure == "never")
+    error_message = "cookie_samesite = \"none\" needs a Secure cookie: Cloudflare refuses it with cookie_secure = \"never\"."
+  }
 }
 
 variable "cookie_secure" {
@@ -153,16 +178,19 @@ variable "cookie_secure" {
 }
 
 variable "default_template_language" {
-  description = "Language of Cloudflare's built-in texts (drop.toml page.default_template_language)."
+  description = "Language of Cloudflare's built-in texts, one of the provider's 38 (drop.toml page.default_template_language)."
   type        = string
   default     = "en-US"
 
   validation {
     condition = contains([
       "en-US", "es-ES", "de-DE", "fr-FR", "it-IT", "ja-JP", "ko-KR", "pt-BR", "zh-CN",
-      "zh-TW", "nl-NL", "pl-PL", "id-ID", "tr-TR", "ar-EG", "ru-RU", "fa-IR",
+      "zh-TW", "nl-NL", "pl-PL", "id-ID", "tr-TR", "ar-EG", "ru-RU", "fa-IR", "bg-BG",
+      "hr-HR", "cs-CZ", "da-DK", "fi-FI", "lt-LT", "ms-MY", "nb-NO", "ro-RO", "el-GR",
+      "he-IL", "hi-IN", "hu-HU", "sr-BA", "sk-SK", "sl-SI", "sv-SE", "tl-PH", "th-TH",
+      "uk-UA", "vi-VN",
     ], var.default_template_language)
-    error_message = "default_template_language must be a locale the provider accepts, such as en-US or fr-FR (not \"auto\")."
+    error_message = "default_template_language must be one of the provider's 38 locales, spelt as it spells them: en-US, es-ES, de-DE, fr-FR, it-IT, ja-JP, ko-KR, pt-BR, zh-CN, zh-TW, nl-NL, pl-PL, id-ID, tr-TR, ar-EG, ru-RU, fa-IR, bg-BG, hr-HR, cs-CZ, da-DK, fi-FI, lt-LT, ms-MY, nb-NO, ro-RO, el-GR, he-IL, hi-IN, hu-HU, sr-BA, sk-SK, sl-SI, sv-SE, tl-PH, th-TH, uk-UA, vi-VN (not \"auto\")."
   }
 }
 
@@ -231,9 +259,16 @@ variable "events" {
 
   validation {
     condition = alltrue([
-      for event in var.events : event.prequeue_start_time == null ? !event.shuffle_at_event_start : try(timecmp(event.prequeue_start_time, event.event_start_time) < 0, false)
+      for event in var.events : event.prequeue_start_time == null ? !event.shuffle_at_event_start : try(timecmp(timeadd(event.prequeue_start_time, "5m"), event.event_start_time) <= 0, false)
     ])
-    error_message = "prequeue_start_time must be RFC 3339 and before event_start_time; shuffle_at_event_start needs a pre-queue."
+    error_message = "prequeue_start_time must be RFC 3339 and at least 5 minutes before event_start_time (Cloudflare's rule); shuffle_at_event_start needs a pre-queue."
+  }
+
+  validation {
+    condition = alltrue([
+      for event in var.events : event.session_duration == null ? true : event.session_duration >= 1 && event.session_duration <= 30 && floor(event.session_duration) == event.session_duration
+    ])
+    error_message = "an event's session_duration must be a whole number of minutes from 1 to 30."
   }
 
   validation {
@@ -251,10 +286,49 @@ variable "events" {
   }
 
   validation {
+    condition = var.advanced_plan || alltrue([
+      for event in var.events : (event.queueing_method == null || event.queueing_method == "fifo") && event.disable_session_renewal != true && (event.turnstile_mode == null || contains(["off", "invisible"], coalesce(event.turnstile_mode, "off"))) && (event.turnstile_action == null || event.turnstile_action == "log")
+    ])
+    error_message = "an event's queueing_method other than fifo, disable_session_renewal = true, a visible turnstile_mode or turnstile_action = \"infinite_queue\" needs Cloudflare's Waiting Room Advanced plan: set advanced_plan = true if the zone has it."
+  }
+
+  validation {
     condition = alltrue([
       for event in var.events : (event.turnstile_mode == null ? true : contains(["off", "invisible", "visible_non_interactive", "visible_managed"], event.turnstile_mode)) && (event.turnstile_action == null ? true : contains(["log", "infinite_queue"], event.turnstile_action))
     ])
     error_message = "turnstile_mode must be off, invisible, visible_non_interactive or visible_managed; turnstile_action log or infinite_queue."
+  }
+}
+
+variable "turnstile_mode" {
+  description = "Turnstile challenge on the waiting page: off, invisible, visible_non_interactive or visible_managed (drop.toml [turnstile] mode; no [turnstile]: off). The provider's own default is invisible. Visible modes: Advanced plan."
+  type        = string
+  default     = "off"
+
+  validation {
+    condition     = contains(["off", "invisible", "visible_non_interactive", "visible_managed"], var.turnstile_mode)
+    error_message = "turnstile_mode must be one of off, invisible, visible_non_interactive, visible_managed."
+  }
+
+  validation {
+    condition     = var.advanced_plan || contains(["off", "invisible"], var.turnstile_mode)
+    error_message = "a turnstile_mode other than off or invisible needs Cloudflare's Waiting Room Advanced plan: set advanced_plan = true if the zone has it."
+  }
+}
+
+variable "turnstile_action" {
+  description = "What a failed challenge leads to: log (counted only) or infinite_queue (a line that never admits; Advanced plan). drop.toml [turnstile] action."
+  type        = string
+  default     = "log"
+
+  validation {
+    condition     = contains(["log", "infinite_queue"], var.turnstile_action)
+    error_message = "turnstile_action must be log or infinite_queue."
+  }
+
+  validation {
+    condition     = var.advanced_plan || var.turnstile_action == "log"
+    error_message = "turnstile_action = \"infinite_queue\" needs Cloudflare's Waiting Room Advanced plan: set advanced_plan = true if the zone has it."
   }
 }
 

@@ -1,10 +1,12 @@
 # The managed alternative to waitroom-proxy: the same room as Cloudflare Waiting Room.
-# Terraform and the provider are not run by this repository's tests (they cannot be installed
-# there); tests/terraform.rs parses these files and checks them against each other.
+# tests/terraform.rs parses these files and checks them against each other and against
+# `waitroom-proxy export-terraform`; where the terraform CLI is installed it also runs the
+# variables' validations on exported files (the provider itself cannot be fetched there).
 
 terraform {
-  # optional() object attributes with defaults need 1.3; 1.5 is the oldest line still common.
-  required_version = ">= 1.5.0"
+  # Validations that compare two variables (advanced_plan with what it unlocks, the cookie's
+  # SameSite with its Secure) need 1.9.
+  required_version = ">= 1.9.0"
 
   required_providers {
     cloudflare = {
