@@ -28,8 +28,9 @@
 //!    (mean occupancy within 5 % of the capacity with people waiting at every tick): up. By half
 //!    per window until the first breach or two windows in the band (TCP's slow start); then half
 //!    way to where the last breach put the knee (after 1, 2, 4... calm windows when the knee
-//!    breaches again at the same place), or, past it, by the square root of the capacity, less
-//!    as p95 nears the band. Never more than +50 % at once.
+//!    breaches again at the same place), or, past it, by the square root of the capacity. Both
+//!    steps shrink as p95 nears the band (whole at half its floor, one visitor at the floor);
+//!    never more than +50 % at once.
 //! 4. Otherwise (in the band between the hysteresis margin and the limits, or not saturated):
 //!    hold.
 //! 5. The rate and the burst follow the capacity in the operator's ratios; all stay >= 1, the
@@ -988,7 +989,10 @@ impl Controller {
             self.forget_breach();
         }
         let (step, how) = match (self.phase, self.ceiling) {
-            (Phase::SlowStart, _) => (capacity.div_ceil(2), "slow start, +50 %"),
+            (Phase::SlowStart, _) => (
+                (capacity.div_ceil(2) as f64 * headroom).ceil() as u64,
+                "slow start, +50 %, less as p95 nears the band",
+            ),
             (Phase::Steady, Some(breach)) if capacity < breach => {
                 if self.calm < self.patience() {
                     return Verdict::Hold(format!(
