@@ -681,6 +681,29 @@ impl Controller {
         Ok(c)
     }
 
+    /// A controller taking over limits an earlier leader set (read back from the store): the
+    /// ratios still come from the room's settings (`start`), the limits in force are `current`
+    /// (clamped into the bounds), and it goes on in its steady phase: a new leader does not
+    /// jump by half from limits that were already tuned. Its memory of the knee is lost; the
+    /// next breach teaches it again.
+    pub fn restore(
+        settings: Settings,
+        start: Setpoint,
+        current: Setpoint,
+        now: Millis,
+    ) -> Result<Self, SettingsError> {
+        let mut c = Self::new(settings, start, now)?;
+        let capacity = c.settings.clamp(current.total_active_users);
+        c.apply(
+            now,
+            Direction::Set,
+            capacity,
+            format!("taken over from the previous leader ({current})"),
+        );
+        c.phase = Phase::Steady;
+        Ok(c)
+    }
+
     /// The limits in force.
     pub fn setpoint(&self) -> Setpoint {
         self.current

@@ -756,6 +756,32 @@ fn an_operators_change_is_the_new_starting_point() {
 }
 
 #[test]
+fn a_new_leader_goes_on_from_the_stored_limits_without_slow_start() {
+    let stored = Setpoint {
+        total_active_users: 150,
+        new_users_per_minute: 1500,
+        burst: 1500,
+    };
+    let mut c = Controller::restore(Settings::default(), start(100), stored, T0).unwrap();
+    assert_eq!(c.setpoint(), stored);
+    assert_eq!(c.status().phase, "steady");
+    assert!(
+        c.status().reason.contains("previous leader"),
+        "{}",
+        c.status().reason
+    );
+    // Healthy and full: +sqrt(150) = 13, not +75; in the room's ratio.
+    let d = step(&mut c, 0, &fast(0), full(150)).unwrap();
+    assert_eq!(
+        (d.to.total_active_users, d.to.new_users_per_minute),
+        (163, 1630)
+    );
+    // Stored limits outside the bounds come back inside them.
+    let c = Controller::restore(Settings::default(), start(100), start(9000), T0).unwrap();
+    assert_eq!(c.setpoint().total_active_users, 2000);
+}
+
+#[test]
 fn new_bounds_clamp_the_capacity_at_once() {
     let mut c = controller(500);
     let tighter = Settings {
