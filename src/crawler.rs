@@ -11,7 +11,7 @@
 use std::net::IpAddr;
 use std::sync::OnceLock;
 
-use crate::client::Cidr;
+use crate::request::client::Cidr;
 
 /// One crawler: the token its User-Agent carries, and where it crawls from.
 struct Crawler {

@@ -1,34 +1,24 @@
-//! waitroom: a self-hosted virtual waiting room on Pingora.
+//! waitroom: a self-hosted virtual waiting room on Pingora. ARCHITECTURE.md walks through the
+//! modules and the path of a request.
 //!
-//! Pure decision logic lives in `core` (no I/O); `store` holds the room's shared state behind one
-//! trait; `gate` decides per request; `proxy` and `admin` are the thin Pingora layers; `server`
-//! assembles them from the validated `config`.
+//! `core` holds the pure decision logic (no I/O); `config` the file format and the validated
+//! model; `request` the canonical request; `room` the state one room shares between its parts;
+//! `gate` decides per request and `respond` turns decisions into replies; `proxy` is the thin
+//! Pingora layer; `store` the room's shared state behind one trait; `service` runs it all
+//! (server, admission loop, admin API, metrics, signals); `tools` are the offline commands.
 
-pub mod admin;
-pub mod admission;
-pub mod calibrate;
-pub mod client;
 pub mod clock;
 pub mod config;
 pub mod core;
 pub mod crawler;
-pub mod custom_page;
-pub mod demo_shop;
-pub mod export;
 pub mod gate;
-pub mod lifecycle;
 pub mod locale;
-pub mod logging;
-pub mod metrics;
-pub mod page;
 pub mod proxy;
-pub mod reload;
-pub mod reply;
 pub mod request;
-pub mod route;
-pub mod server;
-pub mod status;
+pub mod respond;
+pub mod room;
+pub mod service;
 pub mod store;
-pub mod tls;
 pub mod token;
+pub mod tools;
 pub mod turnstile;

@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use waitroom::config::Config;
 use waitroom::config::file::ConfigFile;
 use waitroom::config::model::ProcessEnvironment;
-use waitroom::export::terraform_vars;
+use waitroom::tools::export::terraform_vars;
 
 /// A self-hosted virtual waiting room in front of your shop.
 #[derive(Parser)]
@@ -56,7 +56,7 @@ enum Command {
         #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
         session: Duration,
         /// Safety margin below the knee (0.35 = 35 %).
-        #[arg(long, default_value_t = waitroom::calibrate::DEFAULT_MARGIN)]
+        #[arg(long, default_value_t = waitroom::tools::calibrate::DEFAULT_MARGIN)]
         margin: f64,
     },
 }
@@ -82,7 +82,7 @@ fn calibrate(summary: &Path, session: Duration, margin: f64) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match waitroom::calibrate::propose(&json, session.as_secs_f64() / 60.0, margin) {
+    match waitroom::tools::calibrate::propose(&json, session.as_secs_f64() / 60.0, margin) {
         Ok(proposal) => {
             println!("{}\n", proposal.explanation);
             print!("{}", proposal.room_toml());
@@ -92,7 +92,9 @@ fn calibrate(summary: &Path, session: Duration, margin: f64) -> ExitCode {
         Err(e) => {
             eprintln!("waitroom-proxy: {}: {e}", summary.display());
             match e {
-                waitroom::calibrate::CalibrateError::NoPassingStage { .. } => ExitCode::FAILURE,
+                waitroom::tools::calibrate::CalibrateError::NoPassingStage { .. } => {
+                    ExitCode::FAILURE
+                }
                 _ => ExitCode::from(2),
             }
         }
@@ -129,12 +131,12 @@ fn run(path: &Path, test: bool, dev: bool, upgrade: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    waitroom::logging::init(config.log.format);
+    waitroom::service::logging::init(config.log.format);
     for warning in &warnings {
         log::warn!("{warning}");
     }
     if test {
-        if let Err(e) = waitroom::server::check_files(&config) {
+        if let Err(e) = waitroom::service::server::check_files(&config) {
             eprintln!("waitroom-proxy: {}: {e}", path.display());
             return ExitCode::from(2);
         }
@@ -142,7 +144,7 @@ fn run(path: &Path, test: bool, dev: bool, upgrade: bool) -> ExitCode {
         eprintln!("waitroom-proxy: {}: configuration ok", path.display());
         return ExitCode::SUCCESS;
     }
-    match waitroom::server::run(&config, upgrade) {
+    match waitroom::service::server::run(&config, upgrade) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("waitroom-proxy: {e}");

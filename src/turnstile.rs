@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use serde::Deserialize;
 
 use crate::config::model::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMode};
-use crate::status::Challenge;
+use crate::respond::status::Challenge;
 use crate::token::Sighting;
 
 /// Where the page posts the widget's token (form-encoded, field `TOKEN_FIELD`).

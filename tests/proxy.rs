@@ -456,7 +456,11 @@ async fn the_events_stream_pushes_the_status_until_admitted() {
     );
     let first = stream.chunk().await.unwrap().unwrap();
     let first = String::from_utf8_lossy(&first).to_string();
-    assert!(first.starts_with("data: {\"cfWaitingRoom\""), "{first}");
+    // The reconnection hint first (the page's own refresh interval), then the status.
+    assert!(
+        first.starts_with("retry: 2000\n\ndata: {\"cfWaitingRoom\""),
+        "{first}"
+    );
     assert!(first.contains("\"position\":1"));
     inside.leave().await;
     proxy.tick().await;
@@ -724,7 +728,7 @@ async fn capacity_is_never_exceeded_by_hundreds_of_concurrent_visitors() {
     let proxy = TestProxy::start(&format!(
         "total_active_users = {capacity}\nnew_users_per_minute = 100000\nsession_duration = \"10m\""
     ));
-    let store = proxy.running.parts.gate.store.clone();
+    let store = proxy.running.parts.store.clone();
     let sampler = tokio::spawn(async move {
         let mut max = 0;
         for _ in 0..400 {
@@ -824,7 +828,7 @@ async fn a_busy_port_fails_fast_with_a_clear_error() {
     let (config, _) =
         waitroom::config::Config::parse(&text, &common::proxy::NoEnvironment, false).unwrap();
     let started = std::time::Instant::now();
-    let err = waitroom::server::spawn(&config, Default::default())
+    let err = waitroom::service::server::spawn(&config, Default::default())
         .err()
         .expect("must refuse a busy port");
     assert!(started.elapsed() < Duration::from_secs(5));

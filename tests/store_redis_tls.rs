@@ -101,7 +101,7 @@ fn rediss_urls_connect_over_tls() {
         dir.path().join("ca.crt"),
     );
     // As the proxy does at start: rustls has two crypto backends in this build.
-    waitroom::tls::install_crypto_provider();
+    waitroom::service::tls::install_crypto_provider();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let mut options = RedisOptions::new(format!("rediss://127.0.0.1:{}", server.port()), "tls");

@@ -14,8 +14,8 @@ use hcl::template::{Directive, Element};
 use hcl::{Block, Body, Expression};
 use waitroom::config::RoomSettings;
 use waitroom::config::file::ConfigFile;
-use waitroom::custom_page::CustomPage;
-use waitroom::export::{CLOUDFLARE_LANGUAGES, bypass_expression};
+use waitroom::respond::custom_page::CustomPage;
+use waitroom::tools::export::{CLOUDFLARE_LANGUAGES, bypass_expression};
 
 fn infra() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/cloudflare")

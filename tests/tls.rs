@@ -180,7 +180,10 @@ fn bad_tls_files_stop_the_start_naming_the_key() {
         );
         let (config, _) =
             waitroom::config::Config::parse(&text, &common::proxy::NoEnvironment, false).unwrap();
-        match waitroom::server::spawn(&config, waitroom::server::RunOptions::default()) {
+        match waitroom::service::server::spawn(
+            &config,
+            waitroom::service::server::RunOptions::default(),
+        ) {
             Ok(_) => panic!("started with {listen} {origin_lines}"),
             Err(e) => e.to_string(),
         }

@@ -10,7 +10,7 @@ use common::siteverify::{
     Behaviour, DUMMY_TOKEN, FAIL_SECRET, FakeSiteverify, PASS_SECRET, PASS_SITE_KEY,
     PRODUCTION_SECRET, SPENT_SECRET,
 };
-use waitroom::gate::STATUS_PATH;
+use waitroom::request::view::Reserved;
 use waitroom::turnstile::{SCRIPT_URL, TOKEN_FIELD, TURNSTILE_PATH};
 
 /// One place inside, so the next newcomer would be put in line.
@@ -262,7 +262,7 @@ async fn under_infinite_queue_a_failed_client_waits_forever_in_a_line_that_looks
         );
         let position = answer.json()["waitroom"]["position"].as_u64().unwrap();
         assert!(position >= 1);
-        let status = bot.get_json(STATUS_PATH).await.json();
+        let status = bot.get_json(Reserved::Status.path()).await.json();
         assert_eq!(status["waitroom"]["admitted"], false);
     }
     assert!(human_in, "the human was admitted");

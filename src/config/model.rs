@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::Cidr;
 use crate::clock::{Millis, parse_rfc3339};
 use crate::config::file::{
     ConfigFile, EventSection, PageSection, RateLimitSection, RoomSection, TurnstileSection,
@@ -14,10 +13,11 @@ use crate::config::file::{
 use crate::core::ip_limit::IpLimits;
 use crate::core::room::{Limits, Pick, Placing};
 use crate::core::schedule::{self, EventTimes, Phase};
-use crate::custom_page::CustomPage;
 use crate::locale::PageLanguage;
-use crate::page::Branding;
-use crate::route::{PathPattern, Route};
+use crate::request::client::Cidr;
+use crate::request::route::{PathPattern, Route};
+use crate::respond::custom_page::CustomPage;
+use crate::respond::page::Branding;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -972,6 +972,7 @@ fn ip_limits(section: &RateLimitSection) -> Result<IpLimits, ConfigError> {
         per_minute,
         burst,
         max_live: section.max_live_tickets_per_ip,
+        ipv6_prefix: 64,
     })
 }
 

@@ -18,6 +18,8 @@ pub struct IpLimits {
     pub burst: u64,
     /// Tickets an address may hold in line at once.
     pub max_live: u64,
+    /// IPv6 clients are counted by their network of this prefix length.
+    pub ipv6_prefix: u8,
 }
 
 impl IpLimits {
@@ -178,11 +180,13 @@ mod tests {
         per_minute: 60,
         burst: 3,
         max_live: 0,
+        ipv6_prefix: 64,
     };
     const CAP: IpLimits = IpLimits {
         per_minute: 0,
         burst: 0,
         max_live: 2,
+        ipv6_prefix: 64,
     };
 
     fn nobody_waits(_: &str) -> bool {
@@ -265,6 +269,7 @@ mod tests {
             per_minute: 60,
             burst: 2,
             max_live: 1,
+            ipv6_prefix: 64,
         };
         let waiting = |id: &str| id == "a";
         let mut r = IpRecord::default();

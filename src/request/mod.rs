@@ -1,3 +1,8 @@
-//! The request as the gate decides on it and the origin receives it.
+//! The request as the gate decides on it and the origin receives it: one canonical target and
+//! host (`canonical`), the sites this proxy serves and the request view (`view`), who the
+//! client is behind trusted proxies (`client`), and which paths a room covers (`route`).
 
 pub mod canonical;
+pub mod client;
+pub mod route;
+pub mod view;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use waitroom::clock::{ManualClock, SharedClock, SystemClock};
 use waitroom::config::Config;
 use waitroom::config::model::Environment;
-use waitroom::server::{RunOptions, Running, spawn};
+use waitroom::service::server::{RunOptions, Running, spawn};
 
 use super::origin::StubOrigin;
 

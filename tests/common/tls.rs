@@ -30,7 +30,7 @@ pub struct Leaf {
 
 impl TestCa {
     pub fn new() -> Self {
-        waitroom::tls::install_crypto_provider();
+        waitroom::service::tls::install_crypto_provider();
         let dir = tempfile::tempdir().unwrap();
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);

@@ -14,21 +14,27 @@ use pingora_core::services::background::GenBackgroundService;
 use pingora_core::services::listening::Service;
 use tokio::sync::watch;
 
-use crate::admin::AdminApp;
-use crate::admission::AdmissionLoop;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::Config;
 use crate::config::model::Backend;
-use crate::demo_shop::DemoShop;
-use crate::gate::Gate;
-use crate::lifecycle::{Signals, write_pid_file};
-use crate::proxy::WaitroomProxy;
-use crate::reload::Reloader;
+use crate::gate::{Gate, GateParts};
+use crate::proxy::{Front, ProxySettings, WaitroomProxy};
+use crate::request::view::Sites;
+use crate::respond::Responder;
+use crate::respond::cookies::CookieJar;
+use crate::room::Room;
+use crate::service::admin::{AdminApp, AdminParts};
+use crate::service::admission::AdmissionLoop;
+use crate::service::demo_shop::DemoShop;
+use crate::service::lifecycle::{Signals, write_pid_file};
+use crate::service::limits::{OpenFiles, raise_open_files};
+use crate::service::reload::Reloader;
+use crate::service::tls::{TlsError, check_ca_file, check_listener, install_crypto_provider};
 use crate::store::memory::MemoryStore;
 use crate::store::redis::{RedisOptions, RedisStore, TimeSource};
 use crate::store::{Store, StoreError};
-use crate::tls::{TlsError, check_ca_file, check_listener, install_crypto_provider};
-use crate::turnstile::Turnstile;
+use crate::token::{SignError, Signer};
+use crate::turnstile::{ClientError, Turnstile};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -46,8 +52,16 @@ pub enum StartError {
     PidFile { path: String, reason: String },
     #[error("{0}")]
     Unsupported(String),
-    #[error("cannot start: {0}")]
-    Runtime(String),
+    #[error("cannot start a runtime or thread: {0}")]
+    Runtime(#[from] std::io::Error),
+    #[error("the store connection thread panicked")]
+    StoreThread,
+    #[error("{0}")]
+    Sign(#[from] SignError),
+    #[error("{0}")]
+    Turnstile(#[from] ClientError),
+    #[error("cannot read the open-file limit: {0}")]
+    OpenFiles(#[from] nix::Error),
 }
 
 /// What differs between production and a test run.
@@ -109,9 +123,10 @@ fn demo_origin_address(config: &Config) -> Result<Option<SocketAddr>, StartError
 
 /// The running parts a caller may want to look at (tests, main).
 pub struct Parts {
-    pub gate: Arc<Gate>,
+    pub store: Arc<dyn Store>,
     pub admission: Arc<AdmissionLoop>,
     pub reloader: Arc<Reloader>,
+    pub open_files: OpenFiles,
 }
 
 /// The runtime the store's connections live on: kept for as long as the server runs.
@@ -135,8 +150,7 @@ fn open_store(
                 .worker_threads(1)
                 .thread_name("waitroom-store")
                 .enable_all()
-                .build()
-                .map_err(|e| StartError::Runtime(e.to_string()))?;
+                .build()?;
             let redis_options = RedisOptions {
                 url: url.clone(),
                 prefix: config.store.prefix.clone(),
@@ -156,7 +170,7 @@ fn open_store(
                     .spawn(|| runtime.block_on(RedisStore::connect(redis_options)))
                     .join()
             })
-            .map_err(|_| StartError::Runtime("the store connection thread panicked".into()))??;
+            .map_err(|_| StartError::StoreThread)??;
             Ok((
                 Arc::new(store),
                 StoreRuntime {
@@ -219,35 +233,66 @@ pub fn build(
     };
     let mut server = Server::new_with_opt_and_conf(Some(opt), conf);
 
-    let mut gate = Gate::new(config, store, options.clock.clone())
-        .map_err(|e| StartError::Runtime(e.to_string()))?;
-    if let Some(turnstile) = &config.turnstile {
-        gate = gate.with_turnstile(
-            Turnstile::new(turnstile).map_err(|e| StartError::Runtime(e.to_string()))?,
-        );
-    }
-    let gate = Arc::new(gate);
-    gate.apply_settings(config.room.clone());
+    let open_files = raise_open_files()?;
+    log::info!(
+        "open-file limit: {} (hard {})",
+        open_files.soft,
+        open_files.hard
+    );
+    let clock = options.clock.clone();
+    let room = Room::new(&config.room_id, config.room.clone(), store, clock.clone());
+    let signer = Arc::new(Signer::new(&config.room_id, &config.pass.secret)?);
+    let turnstile = config.turnstile.as_ref().map(Turnstile::new).transpose()?;
+    let responder = Arc::new(Responder::new(
+        config.branding.clone(),
+        config.custom_page.clone(),
+        CookieJar::new(&config.pass, signer.clone(), clock.clone()),
+        turnstile.as_ref().map(Turnstile::challenge),
+        clock.clone(),
+    ));
+    let gate = Arc::new(Gate::new(GateParts {
+        route: config.route.clone(),
+        settings: room.settings.clone(),
+        view: room.view.clone(),
+        health: room.health.clone(),
+        pollers: room.pollers.clone(),
+        store: room.store.clone(),
+        clock: clock.clone(),
+        metrics: room.metrics.clone(),
+        signer,
+        cookie_name: config.pass.cookie_name.clone(),
+        on_store_error: config.store.on_error,
+        ip_limits: config.rate_limit,
+        turnstile,
+    }));
     let instance = format!(
         "{}-{:08x}",
         std::env::var("HOSTNAME").unwrap_or_else(|_| "waitroom".into()),
         rand::random::<u32>()
     );
-    let admission = Arc::new(AdmissionLoop::new(
-        gate.clone(),
-        instance,
-        config.store.leader_ttl,
-    ));
+    let admission = Arc::new(AdmissionLoop::new(&room, instance, config.store.leader_ttl));
 
     let reloader = Arc::new(Reloader::new(config.clone(), admission.clone()));
 
+    let front = Front {
+        gate: gate.clone(),
+        responder,
+        pulse: room.pulse.clone(),
+        metrics: room.metrics.clone(),
+    };
+    let max_event_streams = usize::try_from(open_files.connections()).unwrap_or(usize::MAX);
     let mut proxy = pingora_proxy::http_proxy_service_with_name(
         &server.configuration,
         WaitroomProxy::new(
-            gate.clone(),
-            config.origin.clone(),
-            config.log.access,
-            config.trusted_proxies.clone(),
+            front,
+            ProxySettings {
+                sites: Sites::new([config.route.host.as_deref()], &[]),
+                origin: config.origin.clone(),
+                access_log: config.log.access,
+                trusted_proxies: config.trusted_proxies.clone(),
+                tls: config.tls.is_some(),
+                max_event_streams,
+            },
         ),
         "waitroom proxy",
     );
@@ -270,10 +315,14 @@ pub fn build(
     let mut admin = Service::new(
         "waitroom admin".to_owned(),
         AdminApp::new(
-            gate.clone(),
-            admission.clone(),
-            reloader.clone(),
-            config.admin_token.clone(),
+            &room,
+            AdminParts {
+                gate,
+                admission: admission.clone(),
+                reloader: reloader.clone(),
+                token: config.admin_token.clone(),
+                ready_requires_store: false,
+            },
         ),
     );
     admin.threads = Some(1);
@@ -301,9 +350,10 @@ pub fn build(
     Ok((
         server,
         Parts {
-            gate,
+            store: room.store.clone(),
             admission,
             reloader,
+            open_files,
         },
         store_runtime,
     ))
@@ -355,8 +405,7 @@ pub fn spawn(config: &Config, options: RunOptions) -> Result<Running, StartError
             server.run(RunArgs {
                 shutdown_signal: Box::new(ChannelShutdown(rx)),
             });
-        })
-        .map_err(|e| StartError::Runtime(e.to_string()))?;
+        })?;
     Ok(Running {
         parts,
         stop,

@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use pingora_core::server::{ShutdownSignal, ShutdownSignalWatch};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::reload::Reloader;
+use crate::service::reload::Reloader;
 
 /// How long a successor may take to start (read its file, reach the store) before it is given
 /// up and this process keeps serving.

@@ -13,7 +13,7 @@ use crate::config::file::ConfigFile;
 use crate::config::model::{ConfigError, SameSite, check_room_id, invalid, same_site};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::locale::{Locale, PageLanguage};
-use crate::route::PathPattern;
+use crate::request::route::PathPattern;
 
 /// Cloudflare refuses smaller `total_active_users` and `new_users_per_minute`.
 pub const CLOUDFLARE_MIN_USERS: u64 = 200;

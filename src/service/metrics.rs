@@ -1,54 +1,11 @@
 //! Prometheus metrics, one registry per proxy (so several can run in one test process), every
 //! series labelled with the room id.
 
+use crate::gate::Outcome;
 use prometheus::{
     Encoder, Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
     TextEncoder,
 };
-
-/// What happened to a request on the protected route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Held a valid pass.
-    Passed,
-    /// Let in by this request (directly, or claiming its turn).
-    Admitted,
-    Queued,
-    Bypassed,
-    Rejected,
-    /// Room suspended, or the store unreachable with on_error = "open".
-    Unprotected,
-    /// Shown the bot challenge instead of a place (`[turnstile]`).
-    Challenged,
-    /// Refused a new ticket by the per-address limit (429).
-    Limited,
-}
-
-impl Outcome {
-    const ALL: [Outcome; 8] = [
-        Outcome::Passed,
-        Outcome::Admitted,
-        Outcome::Queued,
-        Outcome::Bypassed,
-        Outcome::Rejected,
-        Outcome::Unprotected,
-        Outcome::Challenged,
-        Outcome::Limited,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Outcome::Passed => "passed",
-            Outcome::Admitted => "admitted",
-            Outcome::Queued => "queued",
-            Outcome::Bypassed => "bypassed",
-            Outcome::Rejected => "rejected",
-            Outcome::Unprotected => "unprotected",
-            Outcome::Limited => "limited",
-            Outcome::Challenged => "challenged",
-        }
-    }
-}
 
 /// What became of a Turnstile token posted by the waiting page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

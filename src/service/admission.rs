@@ -1,41 +1,63 @@
 //! The admission loop, a Pingora background service. Every instance runs it; only the holder of
 //! the store's leadership admits. Every instance also refreshes its view of the room (gauges,
-//! the observed admission rate) and picks up settings changed on any instance.
+//! the observed admission rate, who is called), wakes its waiting pages when that changed,
+//! beats their heartbeat, and picks up settings changed on any instance.
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use pingora_core::server::ShutdownWatch;
 use pingora_core::services::background::BackgroundService;
 
-use crate::clock::Millis;
+use crate::clock::{Millis, SharedClock};
 use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
-use crate::gate::{Gate, RoomView};
-use crate::store::StoreError;
+use crate::room::{LiveSettings, Pollers, Pulse, Room, RoomView, StoreHealth, ViewCell};
+use crate::service::metrics::Metrics;
+use crate::store::{Store, StoreError};
+
+/// Open waiting pages hear from the proxy at least this often, so that proxies and load
+/// balancers in front (often cut after 60 s of silence) keep their streams open.
+const HEARTBEAT_EVERY_MS: Millis = 15_000;
 
 pub struct AdmissionLoop {
-    gate: Arc<Gate>,
+    store: Arc<dyn Store>,
+    clock: SharedClock,
+    metrics: Arc<Metrics>,
+    settings: Arc<LiveSettings>,
+    view: Arc<ViewCell>,
+    health: Arc<StoreHealth>,
+    pollers: Arc<Pollers>,
+    pulse: Arc<Pulse>,
     instance: String,
     leader_ttl_ms: Millis,
     is_leader: AtomicBool,
     settings_version: AtomicU64,
     estimator: Mutex<RateEstimator>,
+    last_heartbeat: AtomicI64,
 }
 
 impl AdmissionLoop {
-    pub fn new(gate: Arc<Gate>, instance: String, leader_ttl: Duration) -> Self {
+    pub fn new(room: &Room, instance: String, leader_ttl: Duration) -> Self {
         Self {
-            gate,
+            store: room.store.clone(),
+            clock: room.clock.clone(),
+            metrics: room.metrics.clone(),
+            settings: room.settings.clone(),
+            view: room.view.clone(),
+            health: room.health.clone(),
+            pollers: room.pollers.clone(),
+            pulse: room.pulse.clone(),
             instance,
             leader_ttl_ms: Millis::try_from(leader_ttl.as_millis()).unwrap_or(Millis::MAX),
             is_leader: AtomicBool::new(false),
             settings_version: AtomicU64::new(0),
             estimator: Mutex::new(RateEstimator::default()),
+            last_heartbeat: AtomicI64::new(0),
         }
     }
 
@@ -60,18 +82,18 @@ impl AdmissionLoop {
         let section = settings.section.clone();
         let json = serde_json::to_string(&section)
             .map_err(|e| StoreError::Corrupt(format!("cannot encode settings: {e}")))?;
-        let saved = self.gate.store.save_settings(&json).await;
-        self.gate.note_store(&saved);
+        let saved = self.store.save_settings(&json).await;
+        self.health.note(&saved);
         let version = saved?;
         self.settings_version.fetch_max(version, Ordering::Relaxed);
-        self.gate.apply_settings(settings);
+        self.settings.apply(settings);
         log::info!("room settings changed live (version {version})");
         Ok(section)
     }
 
     /// Applies settings another instance (or an earlier run) saved.
     async fn sync_settings(&self) -> Result<(), StoreError> {
-        let Some(saved) = self.gate.store.load_settings().await? else {
+        let Some(saved) = self.store.load_settings().await? else {
             return Ok(());
         };
         if saved.version <= self.settings_version() {
@@ -82,7 +104,7 @@ impl AdmissionLoop {
             .and_then(|section| RoomSettings::from_section(&section).map_err(|e| e.to_string()));
         match parsed {
             Ok(settings) => {
-                self.gate.apply_settings(settings);
+                self.settings.apply(settings);
                 log::info!("applied room settings version {}", saved.version);
             }
             // Never stop admitting over a bad record: keep what runs and say so once.
@@ -97,16 +119,15 @@ impl AdmissionLoop {
     }
 
     async fn admit(&self) -> Result<(), StoreError> {
-        let store = &self.gate.store;
-        let fence = store.lead(&self.instance, self.leader_ttl_ms).await?;
+        let fence = self.store.lead(&self.instance, self.leader_ttl_ms).await?;
         self.is_leader.store(fence.is_some(), Ordering::Relaxed);
-        self.gate.metrics.leader.set(i64::from(fence.is_some()));
+        self.metrics.leader.set(i64::from(fence.is_some()));
         let Some(fence) = fence else {
             return Ok(());
         };
-        let limits = self.gate.settings().limits();
-        let report = store.admission_round(&limits, fence).await?;
-        let m = &self.gate.metrics;
+        let limits = self.settings.now().limits();
+        let report = self.store.admission_round(&limits, fence).await?;
+        let m = &self.metrics;
         m.expired.inc_by(report.expired);
         m.abandoned.inc_by(report.abandoned);
         m.no_shows.inc_by(report.no_shows);
@@ -114,27 +135,18 @@ impl AdmissionLoop {
     }
 
     async fn observe(&self) -> Result<(), StoreError> {
-        self.gate.set_epoch(&self.gate.store.epoch().await?);
-        let polled = self.gate.take_polled();
-        let limits = self.gate.settings().limits();
-        let called = match self.gate.store.keep_alive(&polled, &limits).await {
+        let epoch = self.store.epoch().await?;
+        let polled = self.pollers.take();
+        let limits = self.settings.now().limits();
+        let called = match self.store.keep_alive(&polled, &limits).await {
             Ok(called) => called,
             Err(e) => {
-                self.gate.return_polled(polled);
+                self.pollers.give_back(polled);
                 return Err(e);
             }
         };
-        let counts = self.gate.store.counts().await?;
-        self.gate.set_view(RoomView {
-            admitted_total: counts.admitted_total,
-            queued: counts.queued,
-            called: called.into_iter().collect(),
-        });
-        let m = &self.gate.metrics;
-        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        m.occupancy.set(gauge(counts.occupancy()));
-        m.queue_length.set(gauge(counts.queued));
-        let now = self.gate.clock.now_ms();
+        let counts = self.store.counts().await?;
+        let now = self.clock.now_ms();
         let rate = {
             let mut estimator = self
                 .estimator
@@ -143,29 +155,59 @@ impl AdmissionLoop {
             estimator.observe(now, counts.admitted_total);
             estimator.per_second()
         };
-        self.gate.set_rate(rate);
+        let previous = self.view.load();
+        let epoch_seen_at = if *previous.epoch == *epoch {
+            previous.epoch_seen_at
+        } else {
+            now
+        };
+        self.view.publish(RoomView {
+            admitted_total: counts.admitted_total,
+            queued: counts.queued,
+            called: called.into_iter().collect(),
+            epoch: epoch.into(),
+            epoch_seen_at,
+            rate_per_second: rate,
+        });
+        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.metrics.occupancy.set(gauge(counts.occupancy()));
+        self.metrics.queue_length.set(gauge(counts.queued));
         Ok(())
+    }
+
+    /// Heartbeats come often enough that a page polling at the room's refresh interval hears
+    /// one before it would poll.
+    fn beat(&self) {
+        let now = self.clock.now_ms();
+        let refresh = Millis::try_from(self.settings.now().refresh_interval.as_millis())
+            .unwrap_or(Millis::MAX);
+        let every = HEARTBEAT_EVERY_MS.min(refresh * 3 / 4).max(1);
+        if now - self.last_heartbeat.load(Ordering::Relaxed) >= every {
+            self.last_heartbeat.store(now, Ordering::Relaxed);
+            self.pulse.heartbeat();
+        }
     }
 
     /// One pass of the loop. Public so tests can step it deterministically.
     pub async fn tick(&self) {
         let synced = self.sync_settings().await;
-        self.gate.note_store(&synced);
+        self.health.note(&synced);
         let admitted = self.admit().await;
         if admitted.is_err() {
             self.is_leader.store(false, Ordering::Relaxed);
-            self.gate.metrics.leader.set(0);
+            self.metrics.leader.set(0);
         }
-        self.gate.note_store(&admitted);
+        self.health.note(&admitted);
         let observed = self.observe().await;
-        self.gate.note_store(&observed);
+        self.health.note(&observed);
+        self.beat();
     }
 }
 
 #[async_trait]
 impl BackgroundService for AdmissionLoop {
     async fn start(&self, mut shutdown: ShutdownWatch) {
-        let mut every = self.gate.settings().admission_interval;
+        let mut every = self.settings.now().admission_interval;
         let mut interval = tokio::time::interval(every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -173,7 +215,7 @@ impl BackgroundService for AdmissionLoop {
                 _ = shutdown.changed() => break,
                 _ = interval.tick() => {
                     self.tick().await;
-                    let now_every = self.gate.settings().admission_interval;
+                    let now_every = self.settings.now().admission_interval;
                     if now_every != every {
                         every = now_every;
                         interval = tokio::time::interval(every);
@@ -182,7 +224,7 @@ impl BackgroundService for AdmissionLoop {
             }
         }
         // Hand the leadership over at once instead of making the others wait for the TTL.
-        if let Err(e) = self.gate.store.resign(&self.instance).await {
+        if let Err(e) = self.store.resign(&self.instance).await {
             log::warn!("could not resign the admission leadership: {e}");
         }
     }

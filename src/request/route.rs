@@ -1,4 +1,5 @@
-//! Which requests the room protects: an optional host and a path prefix, minus bypass patterns.
+//! Which requests a room covers: an optional host and a path prefix (on the canonical request),
+//! and the path patterns of bypass rules.
 
 /// A path pattern where `*` matches any run of characters (slashes included).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,26 +55,18 @@ fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
-    /// Lower-case host without port; None protects every host.
+    /// Canonical host (lower case, no port, no trailing dot); None protects every host.
     pub host: Option<String>,
     /// Case-sensitive path prefix.
     pub path: String,
 }
 
 impl Route {
+    /// `host` is the request's canonical host (no port, no trailing dot), `path` its match path.
     pub fn covers(&self, host: Option<&str>, path: &str) -> bool {
         let host_ok = match (&self.host, host) {
             (None, _) => true,
-            (Some(want), Some(got)) => {
-                let got = got.rsplit_once(':').map_or(got, |(h, port)| {
-                    if port.bytes().all(|b| b.is_ascii_digit()) {
-                        h
-                    } else {
-                        got
-                    }
-                });
-                got.eq_ignore_ascii_case(want)
-            }
+            (Some(want), Some(got)) => got.eq_ignore_ascii_case(want),
             (Some(_), None) => false,
         };
         host_ok && path.starts_with(&self.path)
@@ -112,7 +105,7 @@ mod tests {
             host: Some("shop.example".into()),
             path: "/drop".into(),
         };
-        assert!(r.covers(Some("SHOP.example:8080"), "/drop/shoes"));
+        assert!(r.covers(Some("shop.example"), "/drop/shoes"));
         assert!(!r.covers(Some("other.example"), "/drop"));
         assert!(!r.covers(Some("shop.example"), "/Drop"));
         assert!(!r.covers(None, "/drop"));

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::admission::AdmissionLoop;
 use crate::config::file::{ConfigFile, RoomSection};
 use crate::config::model::ProcessEnvironment;
 use crate::config::{Config, ConfigError};
+use crate::service::admission::AdmissionLoop;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@
 
 use ramhorns::{Content, Template};
 
-use crate::status::StatusBody;
+use crate::respond::status::StatusBody;
 
 /// Every name the proxy fills: Cloudflare's cfWaitingRoom fields, the starter template's derived
 /// values, `turnstile` and `infiniteQueue`, then ours (empty at Cloudflare's edge).
@@ -296,7 +296,7 @@ mod tests {
     use crate::config::RoomSettings;
     use crate::config::file::RoomSection;
     use crate::core::estimate::WaitEstimate;
-    use crate::status::Standing;
+    use crate::respond::status::Standing;
 
     fn status(estimate: WaitEstimate, queued: u64) -> StatusBody {
         let section: RoomSection = toml::from_str(
@@ -379,7 +379,7 @@ mod tests {
         let (page, _) = compile("[{{{turnstile}}}]{{^infiniteQueue}}.{{/infiniteQueue}}").unwrap();
         let mut body = status(WaitEstimate::Unknown, 1);
         assert_eq!(page.render(&PageVariables::new(&body, None, "r")), "[].");
-        body.waitroom.challenge = Some(crate::status::Challenge {
+        body.waitroom.challenge = Some(crate::respond::status::Challenge {
             provider: "turnstile",
             site_key: "k".into(),
             mode: "invisible",

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use pingora_core::apps::http_app::ServeHttp;
 use pingora_core::protocols::http::ServerSession;
 
-use crate::reply::Reply;
+use crate::respond::reply::Reply;
 
 pub struct DemoShop;
 

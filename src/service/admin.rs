@@ -8,23 +8,35 @@ use pingora_core::apps::http_app::ServeHttp;
 use pingora_core::protocols::http::ServerSession;
 use serde::Deserialize;
 
-use crate::admission::AdmissionLoop;
+use subtle::ConstantTimeEq;
+
 use crate::config::RoomSettings;
 use crate::config::file::EventSection;
 use crate::config::model::merge_patch;
 use crate::core::schedule::Phase;
 use crate::gate::Gate;
-use crate::reload::{ReloadError, Reloader};
-use crate::reply::Reply;
+use crate::respond::reply::Reply;
+use crate::room::{LiveSettings, Room, StoreHealth};
+use crate::service::admission::AdmissionLoop;
+use crate::service::metrics::Metrics;
+use crate::service::reload::{ReloadError, Reloader};
+use crate::store::Store;
 
 /// Admin request bodies are small JSON objects.
 const MAX_BODY: usize = 64 * 1024;
 
 pub struct AdminApp {
+    room_id: String,
+    store: Arc<dyn Store>,
+    metrics: Arc<Metrics>,
+    settings: Arc<LiveSettings>,
+    health: Arc<StoreHealth>,
     gate: Arc<Gate>,
     admission: Arc<AdmissionLoop>,
     reloader: Arc<Reloader>,
     token: String,
+    /// `[admin] ready_requires_store`: /readyz fails while the store is unreachable.
+    ready_requires_store: bool,
 }
 
 #[derive(Deserialize)]
@@ -51,11 +63,6 @@ async fn read_json<T: serde::de::DeserializeOwned>(
         .map_err(|e| error(400, format!("body is not valid JSON for this: {e}")))
 }
 
-/// Compares in time independent of where the first difference is.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 fn error(status: u16, message: impl Into<String>) -> Reply {
     Reply::json(status, &serde_json::json!({ "error": message.into() }))
 }
@@ -76,18 +83,28 @@ async fn read_body(session: &mut ServerSession) -> Result<Vec<u8>, Reply> {
     }
 }
 
+/// What the admin API is given besides the room's shared state.
+pub struct AdminParts {
+    pub gate: Arc<Gate>,
+    pub admission: Arc<AdmissionLoop>,
+    pub reloader: Arc<Reloader>,
+    pub token: String,
+    pub ready_requires_store: bool,
+}
+
 impl AdminApp {
-    pub fn new(
-        gate: Arc<Gate>,
-        admission: Arc<AdmissionLoop>,
-        reloader: Arc<Reloader>,
-        token: String,
-    ) -> Self {
+    pub fn new(room: &Room, parts: AdminParts) -> Self {
         Self {
-            gate,
-            admission,
-            reloader,
-            token,
+            room_id: room.id.clone(),
+            store: room.store.clone(),
+            metrics: room.metrics.clone(),
+            settings: room.settings.clone(),
+            health: room.health.clone(),
+            gate: parts.gate,
+            admission: parts.admission,
+            reloader: parts.reloader,
+            token: parts.token,
+            ready_requires_store: parts.ready_requires_store,
         }
     }
 
@@ -98,19 +115,19 @@ impl AdminApp {
             .get("authorization")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|given| same_secret(given.trim().as_bytes(), self.token.as_bytes()))
+            .is_some_and(|given| bool::from(given.trim().as_bytes().ct_eq(self.token.as_bytes())))
     }
 
     async fn state(&self) -> Reply {
-        let settings = self.gate.settings();
-        let counts = self.gate.store.counts().await;
-        self.gate.note_store(&counts);
-        let leader = self.gate.store.leader().await.ok().flatten();
+        let settings = self.settings.now();
+        let counts = self.store.counts().await;
+        self.health.note(&counts);
+        let leader = self.store.leader().await.ok().flatten();
         match counts {
             Ok(c) => Reply::json(
                 200,
                 &serde_json::json!({
-                    "room": self.gate.room_id,
+                    "room": self.room_id,
                     "name": settings.name,
                     "occupancy": c.occupancy(),
                     "passes": c.passes,
@@ -134,7 +151,7 @@ impl AdminApp {
                     "instance": self.admission.instance(),
                     "leader": leader,
                     "is_leader": self.admission.is_leader(),
-                    "store_ok": self.gate.store_ok(),
+                    "store_ok": self.health.is_up(),
                     "settings_version": self.admission.settings_version(),
                 }),
             ),
@@ -144,8 +161,8 @@ impl AdminApp {
 
     /// `GET /admin/events`: the scheduled events as configured, and the one governing now.
     fn events(&self) -> Reply {
-        let configured = self.gate.configured_settings();
-        let now = self.gate.settings();
+        let configured = self.settings.configured();
+        let now = self.settings.now();
         Reply::json(
             200,
             &serde_json::json!({
@@ -163,7 +180,7 @@ impl AdminApp {
 
     /// Adds, changes or deletes one event, validated with all the others, applied everywhere.
     async fn change_events(&self, session: &mut ServerSession, change: EventChange<'_>) -> Reply {
-        let mut section = self.gate.configured_settings().section.clone();
+        let mut section = self.settings.configured().section.clone();
         let (status, answer) = match change {
             EventChange::Add => {
                 let event: EventSection = match read_json(session).await {
@@ -218,7 +235,29 @@ impl AdminApp {
         }
     }
 
-    async fn put_config(&self, session: &mut ServerSession) -> Reply {
+    async fn patch_config(&self, session: &mut ServerSession) -> Reply {
+        let content_type = session
+            .req_header()
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+        if let Some(content_type) = content_type
+            && content_type != "application/merge-patch+json"
+            && content_type != "application/json"
+        {
+            return error(
+                415,
+                format!("{content_type} is not a merge patch: send application/merge-patch+json"),
+            )
+            .with_header("accept-patch", "application/merge-patch+json");
+        }
         let body = match read_body(session).await {
             Ok(body) => body,
             Err(reply) => return reply,
@@ -227,7 +266,7 @@ impl AdminApp {
             Ok(v) => v,
             Err(e) => return error(400, format!("body is not JSON: {e}")),
         };
-        let settings = match self.gate.configured_settings().patched(&patch) {
+        let settings = match self.settings.configured().patched(&patch) {
             Ok(s) => s,
             Err(e) => return error(400, e.to_string()),
         };
@@ -246,12 +285,7 @@ impl AdminApp {
             Ok(r) => r,
             Err(e) => return error(400, format!("expected {{\"pass_id\": \"...\"}}: {e}")),
         };
-        let ended = self
-            .gate
-            .end_pass(&request.pass_id, &self.gate.settings())
-            .await;
-        self.gate.note_store(&ended);
-        match ended {
+        match self.gate.end_pass(&request.pass_id).await {
             Ok(revoked) => Reply::json(200, &serde_json::json!({ "revoked": revoked })),
             Err(e) => error(503, format!("not revoked: {e}")),
         }
@@ -269,21 +303,48 @@ impl AdminApp {
         }
     }
 
+    /// `/readyz`: ready while this instance can serve. A store outage leaves it ready (pass
+    /// holders are served, newcomers follow `[store] on_error`): with one shared store, failing
+    /// readiness would take every instance out of the load balancer at once. Kubernetes' own
+    /// convention for `?verbose`: one `[+]`/`[-]` line per check.
+    async fn ready(&self, verbose: bool) -> Reply {
+        let ping = self.store.ping().await;
+        self.health.note(&ping);
+        let store_line = match &ping {
+            Ok(()) => "[+]store ok".to_owned(),
+            Err(e) if self.ready_requires_store => format!("[-]store failed: {e}"),
+            Err(e) => format!("[+]store failed: {e} (not required: ready_requires_store = false)"),
+        };
+        let ready = ping.is_ok() || !self.ready_requires_store;
+        let status = if ready { 200 } else { 503 };
+        let verdict = if ready {
+            "readyz check passed"
+        } else {
+            "readyz check failed"
+        };
+        if verbose {
+            Reply::text(status, format!("{store_line}\n{verdict}\n"))
+        } else if ready {
+            Reply::text(status, "ready\n")
+        } else {
+            Reply::text(status, format!("not ready: {store_line}\n"))
+        }
+    }
+
     async fn route(&self, session: &mut ServerSession) -> Reply {
         let method = session.req_header().method.clone();
         let path = session.req_header().uri.path().to_owned();
         match (method.as_str(), path.as_str()) {
             ("GET", "/healthz") => Reply::text(200, "ok\n"),
             ("GET", "/readyz") => {
-                let ping = self.gate.store.ping().await;
-                self.gate.note_store(&ping);
-                match ping {
-                    Ok(()) => Reply::text(200, "ready\n"),
-                    Err(e) => Reply::text(503, format!("not ready: {e}\n")),
-                }
+                let verbose = session.req_header().uri.query().is_some_and(|q| {
+                    q.split('&')
+                        .any(|kv| kv == "verbose" || kv.starts_with("verbose="))
+                });
+                self.ready(verbose).await
             }
             ("GET", "/metrics") => {
-                Reply::new(200, "text/plain; version=0.0.4", self.gate.metrics.render())
+                Reply::new(200, "text/plain; version=0.0.4", self.metrics.render())
             }
             (_, p) if p.starts_with("/admin/") => {
                 if !self.authorised(session) {
@@ -303,7 +364,8 @@ impl AdminApp {
                     ("POST", "/admin/events") => {
                         self.change_events(session, EventChange::Add).await
                     }
-                    ("PUT", "/admin/config") => self.put_config(session).await,
+                    // RFC 7396 merge patch; PUT kept for the clients written before PATCH.
+                    ("PATCH" | "PUT", "/admin/config") => self.patch_config(session).await,
                     ("POST", "/admin/revoke") => self.revoke(session).await,
                     ("POST", "/admin/reload") => self.reload().await,
                     _ => error(404, "no such admin endpoint"),
@@ -318,17 +380,5 @@ impl AdminApp {
 impl ServeHttp for AdminApp {
     async fn response(&self, session: &mut ServerSession) -> http::Response<Vec<u8>> {
         self.route(session).await.into_http()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_secret;
-
-    #[test]
-    fn secrets_compare_whole() {
-        assert!(same_secret(b"abc", b"abc"));
-        assert!(!same_secret(b"abc", b"abd"));
-        assert!(!same_secret(b"abc", b"abcd"));
     }
 }

@@ -1,0 +1,124 @@
+//! Turnstile: the challenge a newcomer passes before it gets a place, the answer to it, and
+//! parked visitors (a failed challenge under `action = "infinite_queue"`).
+
+use crate::config::RoomSettings;
+use crate::config::model::{OnUnreachable, TurnstileAction};
+use crate::request::view::Request;
+use crate::service::metrics::ChallengeResult;
+use crate::token::{Sighting, Ticket, Token, new_visitor_id};
+use crate::turnstile::{self, PARKED_EPOCH, TokenError, Verification};
+
+use super::{Decided, Decision, Gate};
+
+/// Whether a request answers the bot challenge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChallengeAnswer {
+    None,
+    /// Passed, or let through by the configured action. `claimed` is the new ticket's id when
+    /// it was already counted against the visitor's address (before siteverify was asked).
+    Passed {
+        claimed: Option<String>,
+    },
+}
+
+/// The outcome of `POST /__waitroom/turnstile`.
+#[derive(Debug)]
+pub enum Answered {
+    /// The room has no challenge: the path does not exist.
+    NoChallenge,
+    /// The form holds no token: nothing was asked of siteverify.
+    Malformed(TokenError),
+    /// siteverify could not be asked and `on_unreachable = "retry"`.
+    TryAgain,
+    /// What the visitor gets now: a place, a pass, a parked place, or the limit's refusal.
+    Decided(Decided),
+}
+
+impl Gate {
+    /// The waiting page (or JSON) with the widget and no place: nothing is stored for it. What
+    /// the back of the line waits is still worth knowing.
+    pub(super) fn challenge(&self, settings: &RoomSettings) -> Decision {
+        let queued = self.view.load().queued;
+        Decision::Challenge {
+            queued,
+            estimate: self.estimate(settings, Some(queued + 1), queued + 1),
+        }
+    }
+
+    /// Verifies the widget's token with siteverify, then puts the visitor in line (or in, when
+    /// the room has space), parks it, or asks for the challenge again. `form` is the body.
+    pub async fn answer_challenge(&self, req: &Request<'_>, form: &[u8]) -> Answered {
+        let Some(turnstile) = &self.turnstile else {
+            return Answered::NoChallenge;
+        };
+        // A second answer (another tab, a double submit) is not worth a siteverify call: the
+        // visitor's place or pass answers. A revoked pass is no pass: that visitor starts over.
+        let holds_place = match self.token(req) {
+            Some(Token::Ticket(_)) => true,
+            Some(Token::Pass(pass)) => !self.store.is_revoked(&pass.id),
+            None => false,
+        };
+        if holds_place {
+            return Answered::Decided(self.visit(req, ChallengeAnswer::None).await);
+        }
+        let token = match turnstile::token_from_form(form) {
+            Ok(token) => token,
+            Err(e) => {
+                self.metrics.challenge(ChallengeResult::Malformed);
+                return Answered::Malformed(e);
+            }
+        };
+        // The per-address limit comes before siteverify: a flood of answers from one address
+        // is refused here and costs no siteverify call.
+        let settings = self.settings();
+        let id = new_visitor_id();
+        let claimed = match self.claim_ticket(&id, &settings, req).await {
+            Ok(Some(refused)) => return Answered::Decided(self.counted(refused, settings)),
+            Ok(None) => Some(id),
+            // The join meets the outage again and follows `on_error`.
+            Err(_) => None,
+        };
+        match turnstile.verify(&token, req.client_ip).await {
+            Verification::Passed => self.metrics.challenge(ChallengeResult::Passed),
+            Verification::Failed { codes } => {
+                self.metrics.challenge(ChallengeResult::Failed);
+                log::info!("turnstile: challenge failed ({})", codes.join(", "));
+                if turnstile.action == TurnstileAction::InfiniteQueue {
+                    let parked = self.park(&settings);
+                    return Answered::Decided(self.counted(parked, settings));
+                }
+            }
+            Verification::Unreachable(e) => {
+                self.metrics.challenge(ChallengeResult::Unreachable);
+                log::warn!("turnstile: {e}");
+                if turnstile.on_unreachable == OnUnreachable::Retry {
+                    return Answered::TryAgain;
+                }
+            }
+        }
+        Answered::Decided(self.visit(req, ChallengeAnswer::Passed { claimed }).await)
+    }
+
+    /// A ticket at the back of the line as the loop last saw it, in no store, answered like any
+    /// waiting visitor's: never its turn.
+    fn park(&self, settings: &RoomSettings) -> Decision {
+        let view = self.view.load();
+        let now = self.clock.now_ms();
+        let position = view.queued + 1;
+        let ticket = Ticket {
+            id: new_visitor_id(),
+            place: now.saturating_mul(1000),
+            epoch: PARKED_EPOCH.into(),
+            arrived_at: now,
+            initial_position: position,
+            seen: Sighting {
+                position,
+                admitted_total: view.admitted_total,
+                at: now,
+            },
+            expires_at: 0,
+        };
+        self.metrics.turnstile_parked.inc();
+        self.waiting(settings, ticket, Some(position), position)
+    }
+}

@@ -1,0 +1,127 @@
+//! What the gate decides for a request: plain values, turned into replies by `respond`.
+
+use std::sync::Arc;
+
+use crate::config::RoomSettings;
+use crate::core::estimate::WaitEstimate;
+use crate::token::{Pass, Ticket};
+
+/// A decision with the settings it was made under: the reply shows the same room the decision
+/// saw, even when an event boundary passes in between.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    pub decision: Decision,
+    pub settings: Arc<RoomSettings>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Send the request on to the origin.
+    Forward(Forward),
+    /// In line: the waiting page, the JSON status or the event stream shows where.
+    Wait(Wait),
+    /// The room turns visitors away (`queueing_method = "reject"`).
+    Closed,
+    /// A newcomer who would queue passes the bot challenge first; nothing is stored for it.
+    Challenge { queued: u64, estimate: WaitEstimate },
+    /// A new ticket refused by the per-address limit.
+    Limited { retry_after_secs: u64, limit: Limit },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forward {
+    /// Passed, Admitted, Bypassed or Unprotected.
+    pub outcome: Outcome,
+    /// A pass to set as the visitor's cookie on the origin's response: new, or renewed.
+    pub pass: Option<Pass>,
+    /// The pass the origin may end with its revoke command.
+    pub holder: Option<String>,
+}
+
+impl Forward {
+    pub fn plain(outcome: Outcome) -> Self {
+        Self {
+            outcome,
+            pass: None,
+            holder: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wait {
+    pub ticket: Ticket,
+    /// The ticket changed (new, or just looked up) or a tenth of its life has gone: signed
+    /// again and sent as a cookie. Otherwise the visitor's cookie is still good.
+    pub sign: bool,
+    /// Exact 1-based place; None when the store could not say.
+    pub position: Option<u64>,
+    pub queued: u64,
+    pub estimate: WaitEstimate,
+}
+
+/// Which per-address limit refused a new ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// The address's rate of new tickets.
+    TooFast,
+    /// The address already holds its cap of tickets in line.
+    TooManyLive,
+}
+
+/// What happened to a request on the protected route, as counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Held a valid pass.
+    Passed,
+    /// Let in by this request (directly, or claiming its turn).
+    Admitted,
+    Queued,
+    Bypassed,
+    Rejected,
+    /// Not covered by the room, the room suspended, or the store unreachable with
+    /// on_error = "open".
+    Unprotected,
+    /// Shown the bot challenge instead of a place (`[turnstile]`).
+    Challenged,
+    /// Refused a new ticket by the per-address limit (429).
+    Limited,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Passed,
+        Outcome::Admitted,
+        Outcome::Queued,
+        Outcome::Bypassed,
+        Outcome::Rejected,
+        Outcome::Unprotected,
+        Outcome::Challenged,
+        Outcome::Limited,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Admitted => "admitted",
+            Outcome::Queued => "queued",
+            Outcome::Bypassed => "bypassed",
+            Outcome::Rejected => "rejected",
+            Outcome::Unprotected => "unprotected",
+            Outcome::Limited => "limited",
+            Outcome::Challenged => "challenged",
+        }
+    }
+}
+
+impl Decision {
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            Decision::Forward(f) => f.outcome,
+            Decision::Wait(_) => Outcome::Queued,
+            Decision::Closed => Outcome::Rejected,
+            Decision::Challenge { .. } => Outcome::Challenged,
+            Decision::Limited { .. } => Outcome::Limited,
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! The per-request decision, on the canonical request: forward (a pass, admitted now, bypassed,
+//! not covered), wait in line, closed, the bot challenge, or limited. The gate decides; `respond`
+//! turns a decision into a reply. No Pingora types: tested directly (gate/tests.rs).
+//!
+//! The visitor's way through: `decide` (route and path bypass) → `visit` (visitor bypass, the
+//! room switched off, the visitor's cookie) → a pass holder (`holder`), a waiting visitor
+//! (`waiter`, with `standing` saying where it stands) or a newcomer (`newcomer`, with the
+//! per-address limit and the bot challenge, `challenge`).
+
+mod challenge;
+mod decision;
+mod newcomer;
+mod standing;
+#[cfg(test)]
+mod tests;
+
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+pub use challenge::{Answered, ChallengeAnswer};
+pub use decision::{Decided, Decision, Forward, Limit, Outcome, Wait};
+pub use standing::{Watch, Watched};
+
+use crate::clock::{Millis, SharedClock};
+use crate::config::model::OnStoreError;
+use crate::config::{QueueingMethod, RoomSettings};
+use crate::core::estimate::WaitEstimate;
+use crate::core::fairness::FairnessWindow;
+use crate::core::ip_limit::IpLimits;
+use crate::crawler;
+use crate::request::route::Route;
+use crate::request::view::Request;
+use crate::room::{LiveSettings, Pollers, StoreHealth, ViewCell};
+use crate::service::metrics::Metrics;
+use crate::store::{Store, StoreError};
+use crate::token::{Pass, Signer, Ticket, Token, new_visitor_id};
+use crate::turnstile::Turnstile;
+
+/// A pass's cookie is signed again (and its store entry slid) once this share of the session
+/// has gone by, so an active visitor costs one store write per tenth of a session, not one per
+/// request. The idle timeout is therefore between 90 % and 100 % of `session_duration`.
+const RENEW_AFTER_SHARE: Millis = 10;
+
+/// Admissions kept for the fairness figures (each claim compares itself with all of them).
+const FAIRNESS_WINDOW: usize = 1000;
+
+/// What the gate is built from: the room's shared state (`room`) and the rest of the config.
+pub struct GateParts {
+    pub route: Route,
+    pub settings: Arc<LiveSettings>,
+    pub view: Arc<ViewCell>,
+    pub health: Arc<StoreHealth>,
+    pub pollers: Arc<Pollers>,
+    pub store: Arc<dyn Store>,
+    pub clock: SharedClock,
+    pub metrics: Arc<Metrics>,
+    pub signer: Arc<Signer>,
+    pub cookie_name: String,
+    pub on_store_error: OnStoreError,
+    pub ip_limits: IpLimits,
+    /// `[turnstile]`: newcomers pass a challenge before they get a place.
+    pub turnstile: Option<Turnstile>,
+}
+
+pub struct Gate {
+    route: Route,
+    settings: Arc<LiveSettings>,
+    view: Arc<ViewCell>,
+    health: Arc<StoreHealth>,
+    pollers: Arc<Pollers>,
+    store: Arc<dyn Store>,
+    clock: SharedClock,
+    metrics: Arc<Metrics>,
+    signer: Arc<Signer>,
+    cookie_name: String,
+    on_store_error: OnStoreError,
+    ip_limits: IpLimits,
+    turnstile: Option<Turnstile>,
+    /// This instance's last admissions, arrival against admission order.
+    fairness: Mutex<FairnessWindow>,
+}
+
+impl Gate {
+    pub fn new(parts: GateParts) -> Self {
+        let GateParts {
+            route,
+            settings,
+            view,
+            health,
+            pollers,
+            store,
+            clock,
+            metrics,
+            signer,
+            cookie_name,
+            on_store_error,
+            ip_limits,
+            turnstile,
+        } = parts;
+        Self {
+            route,
+            settings,
+            view,
+            health,
+            pollers,
+            store,
+            clock,
+            metrics,
+            signer,
+            cookie_name,
+            on_store_error,
+            ip_limits,
+            turnstile,
+            fairness: Mutex::new(FairnessWindow::new(FAIRNESS_WINDOW)),
+        }
+    }
+
+    /// The settings in effect now.
+    pub fn settings(&self) -> Arc<RoomSettings> {
+        self.settings.now()
+    }
+
+    /// The decision for a request on the public listener (reserved paths excluded).
+    pub async fn decide(&self, req: &Request<'_>) -> Decided {
+        let settings = self.settings();
+        let decision = if !self.route.covers(req.host, req.path) {
+            Decision::Forward(Forward::plain(Outcome::Unprotected))
+        } else if settings.bypass.iter().any(|p| p.matches(req.path)) {
+            Decision::Forward(Forward::plain(Outcome::Bypassed))
+        } else {
+            self.visit_with(req, &settings, ChallengeAnswer::None).await
+        };
+        self.counted(decision, settings)
+    }
+
+    /// The decision for the visitor alone, whatever path it asked for: the JSON status and the
+    /// answer to the challenge speak for the room's protected route.
+    pub async fn visit(&self, req: &Request<'_>, answer: ChallengeAnswer) -> Decided {
+        let settings = self.settings();
+        let decision = self.visit_with(req, &settings, answer).await;
+        self.counted(decision, settings)
+    }
+
+    fn counted(&self, decision: Decision, settings: Arc<RoomSettings>) -> Decided {
+        self.metrics.request(decision.outcome());
+        Decided { decision, settings }
+    }
+
+    async fn visit_with(
+        &self,
+        req: &Request<'_>,
+        settings: &RoomSettings,
+        answer: ChallengeAnswer,
+    ) -> Decision {
+        if bypassed(settings, req) {
+            return Decision::Forward(Forward::plain(Outcome::Bypassed));
+        }
+        if settings.suspended {
+            return Decision::Forward(Forward::plain(Outcome::Unprotected));
+        }
+        match self.token(req) {
+            Some(Token::Pass(pass)) if !self.store.is_revoked(&pass.id) => {
+                self.holder(pass, settings, req, answer).await
+            }
+            Some(Token::Ticket(ticket)) => self.waiter(ticket, settings, req).await,
+            _ => {
+                let id = match &answer {
+                    ChallengeAnswer::Passed { claimed: Some(id) } => id.clone(),
+                    _ => new_visitor_id(),
+                };
+                let now = self.clock.now_ms();
+                self.newcomer(id, None, now, settings, req, answer).await
+            }
+        }
+    }
+
+    /// The token in the request's cookie, if any verifies.
+    fn token(&self, req: &Request<'_>) -> Option<Token> {
+        self.signer
+            .verify(req.cookie(&self.cookie_name)?, self.clock.now_ms())
+    }
+
+    /// The pass this request holds, if any (revoked or not): the origin's revoke command ends
+    /// it on whatever path the response answers.
+    pub fn pass_holder(&self, headers: &http::HeaderMap) -> Option<String> {
+        let raw = crate::request::view::cookie_in(headers, &self.cookie_name)?;
+        match self.signer.verify(raw, self.clock.now_ms())? {
+            Token::Pass(pass) => Some(pass.id),
+            Token::Ticket(_) => None,
+        }
+    }
+
+    /// A visitor with a valid pass: through, sliding the session now and then.
+    async fn holder(
+        &self,
+        pass: Pass,
+        settings: &RoomSettings,
+        req: &Request<'_>,
+        answer: ChallengeAnswer,
+    ) -> Decision {
+        let now = self.clock.now_ms();
+        let limits = settings.limits();
+        let renew_after = limits.session_ms / RENEW_AFTER_SHARE;
+        let mut renewed = None;
+        if !settings.disable_session_renewal && now - pass.renewed_at >= renew_after {
+            let touched = self.store.touch_pass(&pass.id, &pass.epoch, &limits).await;
+            self.health.note(&touched);
+            match touched {
+                Ok(Some(expires_at)) => {
+                    renewed = Some(Pass {
+                        renewed_at: now,
+                        expires_at,
+                        ..pass.clone()
+                    });
+                }
+                // The store ended this session (expired, or revoked elsewhere): start over.
+                Ok(None) => {
+                    return self
+                        .newcomer(new_visitor_id(), None, now, settings, req, answer)
+                        .await;
+                }
+                // The pass verified locally: a store outage must not throw admitted visitors out.
+                Err(_) => {}
+            }
+        }
+        Decision::Forward(Forward {
+            outcome: Outcome::Passed,
+            pass: renewed,
+            holder: Some(pass.id),
+        })
+    }
+
+    /// A visitor with a ticket: still waiting, or its turn has come.
+    async fn waiter(&self, ticket: Ticket, settings: &RoomSettings, req: &Request<'_>) -> Decision {
+        match settings.queueing_method {
+            QueueingMethod::Reject => return Decision::Closed,
+            QueueingMethod::Passthrough => {
+                // The room was switched to passthrough while this visitor waited.
+                let left = self.store.leave_queue(&ticket.id).await;
+                self.health.note(&left);
+                let now = self.clock.now_ms();
+                return self
+                    .newcomer(ticket.id, None, now, settings, req, ChallengeAnswer::None)
+                    .await;
+            }
+            QueueingMethod::Fifo | QueueingMethod::Random | QueueingMethod::Lottery => {}
+        }
+        match self.standing(ticket, settings).await {
+            standing::Standing::Waiting {
+                ticket,
+                position,
+                queued,
+            } => self.waiting(settings, ticket, position, queued),
+            standing::Standing::Called {
+                id,
+                epoch,
+                expires_at,
+            } => self.admitted(id, epoch, expires_at),
+            standing::Standing::Lost(ticket) => {
+                let restore = crate::store::TicketPlace {
+                    place: ticket.place,
+                    epoch: ticket.epoch.clone(),
+                };
+                self.newcomer(
+                    ticket.id,
+                    Some(restore),
+                    ticket.arrived_at,
+                    settings,
+                    req,
+                    ChallengeAnswer::None,
+                )
+                .await
+            }
+            standing::Standing::Unreachable(ticket) => match self.on_store_error {
+                OnStoreError::Open => Decision::Forward(Forward::plain(Outcome::Unprotected)),
+                OnStoreError::Closed => self.waiting(settings, ticket, None, 0),
+            },
+        }
+    }
+
+    /// A visitor let in now: its pass, to be set as a cookie on the origin's answer.
+    fn admitted(&self, id: String, epoch: String, expires_at: Millis) -> Decision {
+        let now = self.clock.now_ms();
+        Decision::Forward(Forward {
+            outcome: Outcome::Admitted,
+            holder: Some(id.clone()),
+            pass: Some(Pass {
+                id,
+                epoch,
+                admitted_at: now,
+                renewed_at: now,
+                expires_at,
+            }),
+        })
+    }
+
+    /// The store's epoch for a new pass: the loop's, or asked of the store before the loop has
+    /// first reached it.
+    async fn epoch(&self) -> String {
+        let known = self.view.load().epoch.clone();
+        if !known.is_empty() {
+            return known.to_string();
+        }
+        let asked = self.store.epoch().await;
+        self.health.note(&asked);
+        asked.unwrap_or_default()
+    }
+
+    fn estimate(
+        &self,
+        settings: &RoomSettings,
+        position: Option<u64>,
+        queued: u64,
+    ) -> WaitEstimate {
+        if settings.queue_all || settings.prequeueing() {
+            return WaitEstimate::Unknown;
+        }
+        let rate = self.view.load().rate_per_second;
+        match (settings.queueing_method, position) {
+            (QueueingMethod::Random, _) => WaitEstimate::random(queued, rate),
+            (_, Some(position)) => WaitEstimate::fifo(position, rate),
+            (_, None) => WaitEstimate::Unknown,
+        }
+    }
+
+    /// A visitor in line, with its ticket renewed: signed again only when it changed (new, or
+    /// just looked up) or a tenth of its life has gone, like a pass's renewal, because signing
+    /// costs a share of a poll.
+    fn waiting(
+        &self,
+        settings: &RoomSettings,
+        mut ticket: Ticket,
+        position: Option<u64>,
+        queued: u64,
+    ) -> Decision {
+        let now = self.clock.now_ms();
+        let abandon_after = settings.limits().abandon_after_ms;
+        let issued_at = ticket.expires_at - abandon_after;
+        let sign = ticket.seen.at == now || now - issued_at >= abandon_after / 10;
+        ticket.expires_at = now + abandon_after;
+        Decision::Wait(Wait {
+            estimate: self.estimate(settings, position, queued),
+            ticket,
+            sign,
+            position,
+            queued,
+        })
+    }
+
+    /// `POST /__waitroom/leave`: gives up the place or ends the pass.
+    pub async fn leave(&self, req: &Request<'_>) -> Result<bool, StoreError> {
+        let result = match self.token(req) {
+            Some(Token::Ticket(t)) => self.store.leave_queue(&t.id).await,
+            Some(Token::Pass(p)) => self.end_pass(&p.id).await,
+            None => Ok(false),
+        };
+        self.health.note(&result);
+        result
+    }
+
+    /// Ends a pass (leave, the origin's revoke command, the admin API).
+    pub async fn end_pass(&self, id: &str) -> Result<bool, StoreError> {
+        let ended = self.store.end_pass(id, &self.settings().limits()).await;
+        self.health.note(&ended);
+        if matches!(ended, Ok(true)) {
+            self.metrics.revoked.inc();
+        }
+        ended
+    }
+
+    /// A waiting visitor claims its admission: its wait, and where it came in the admission
+    /// order against its arrival.
+    fn claimed(&self, ticket: &Ticket, called_at: Millis) {
+        self.metrics.admitted.inc();
+        // Tickets from before `arrived_at` existed carry their arrival in their place.
+        let arrived_at = if ticket.arrived_at > 0 {
+            ticket.arrived_at
+        } else {
+            ticket.place / 1000
+        };
+        let waited = (self.clock.now_ms() - arrived_at).max(0);
+        self.metrics.wait_seconds.observe(waited as f64 / 1000.0);
+        let mut window = self.fairness.lock().unwrap_or_else(|p| p.into_inner());
+        let compared = window.record(arrived_at, called_at);
+        self.metrics.order_inversions.inc_by(compared.inversions);
+        self.metrics.order_pairs.inc_by(compared.pairs);
+        if let Some(tau) = window.tau() {
+            self.metrics.order_tau.set(tau);
+        }
+    }
+}
+
+/// Staff, monitoring, offices and verified search crawlers skip the room by address, header or
+/// cookie (not counted).
+fn bypassed(settings: &RoomSettings, req: &Request<'_>) -> bool {
+    let crawler = || {
+        let user_agent = req.header(http::header::USER_AGENT);
+        crawler::verified(user_agent, req.client_ip, &settings.crawler_ranges).is_some()
+    };
+    let from_address = |ip: IpAddr| settings.bypass_ips.iter().any(|c| c.contains(ip));
+    (settings.bypass_verified_crawlers && crawler())
+        || req.client_ip.is_some_and(from_address)
+        || settings
+            .bypass_headers
+            .iter()
+            .any(|r| r.matches(req.headers))
+        || settings
+            .bypass_cookies
+            .iter()
+            .any(|name| req.cookie(name).is_some())
+}

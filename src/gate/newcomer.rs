@@ -1,0 +1,162 @@
+//! A visitor without a usable token, or whose place was lost: in at once when the room is open
+//! and nobody waits, else (after the bot challenge and the per-address limit) into the line.
+
+use crate::clock::Millis;
+use crate::config::model::OnStoreError;
+use crate::config::{QueueingMethod, RoomSettings};
+use crate::core::ip_limit::IpClaim;
+use crate::request::client::limit_key;
+use crate::request::view::Request;
+use crate::store::{StoreError, TicketPlace};
+use crate::token::{Sighting, Ticket};
+
+use super::{ChallengeAnswer, Decision, Forward, Gate, Limit, Outcome};
+
+/// The epoch of a ticket issued while the store was unreachable: no store has it, so when the
+/// store is back the ticket is put in line where its arrival time says.
+const OFFLINE_EPOCH: &str = "offline";
+
+impl Gate {
+    pub(super) async fn newcomer(
+        &self,
+        id: String,
+        restore: Option<TicketPlace>,
+        arrived_at: Millis,
+        settings: &RoomSettings,
+        req: &Request<'_>,
+        answer: ChallengeAnswer,
+    ) -> Decision {
+        let limits = settings.limits();
+        match settings.queueing_method {
+            QueueingMethod::Reject => return Decision::Closed,
+            QueueingMethod::Passthrough => {
+                let admitted = self.store.admit_unconditionally(&id, &limits).await;
+                self.health.note(&admitted);
+                return match admitted {
+                    Ok(expires_at) => {
+                        self.metrics.admitted.inc();
+                        let epoch = self.epoch().await;
+                        self.admitted(id, epoch, expires_at)
+                    }
+                    Err(_) => Decision::Forward(Forward::plain(Outcome::Unprotected)),
+                };
+            }
+            QueueingMethod::Fifo | QueueingMethod::Random | QueueingMethod::Lottery => {}
+        }
+        // While a line waits (as of the loop's last look) a direct admission would be refused:
+        // skip the store call and join. The store still decides atomically when the view is
+        // stale the other way.
+        let line_waits = self.view.load().queued > 0;
+        if limits.admitting && !line_waits {
+            let direct = self.store.admit_directly(&id, &limits).await;
+            self.health.note(&direct);
+            match direct {
+                Ok(Some(expires_at)) => {
+                    self.metrics.admitted.inc();
+                    let epoch = self.epoch().await;
+                    return self.admitted(id, epoch, expires_at);
+                }
+                Ok(None) => {}
+                Err(_) => return self.store_unreachable(id, restore, arrived_at, settings),
+            }
+        }
+        // Cloudflare challenges on the waiting page only: a visitor let in at once never sees
+        // it, and a ticket whose place was lost passed it already.
+        if restore.is_none() && answer == ChallengeAnswer::None && self.turnstile.is_some() {
+            return self.challenge(settings);
+        }
+        // A returning ticket counts against its address like a new one: a ticket that lost its
+        // place (the store lost its data, or it dropped out) is one more place in line.
+        if !matches!(answer, ChallengeAnswer::Passed { claimed: Some(_) }) {
+            match self.claim_ticket(&id, settings, req).await {
+                Ok(None) => {}
+                Ok(Some(refused)) => return refused,
+                Err(_) => return self.store_unreachable(id, restore, arrived_at, settings),
+            }
+        }
+        let joined = self.store.join(&id, restore.as_ref(), &limits).await;
+        self.health.note(&joined);
+        match joined {
+            Ok(joined) => {
+                let ticket = Ticket {
+                    id,
+                    place: joined.place,
+                    epoch: joined.epoch,
+                    arrived_at,
+                    initial_position: restore
+                        .as_ref()
+                        .map_or(joined.position, |_| joined.position.max(1)),
+                    seen: self.sighting(joined.position),
+                    expires_at: 0,
+                };
+                self.waiting(settings, ticket, Some(joined.position), joined.queued)
+            }
+            Err(_) => self.store_unreachable(id, restore, arrived_at, settings),
+        }
+    }
+
+    /// `[rate_limit]`: None when this ticket may join the line, else the refusal. A store error
+    /// is the caller's to handle like a failed join (`on_error`), so an outage never refuses
+    /// anyone for the limit.
+    pub(super) async fn claim_ticket(
+        &self,
+        id: &str,
+        settings: &RoomSettings,
+        req: &Request<'_>,
+    ) -> Result<Option<Decision>, StoreError> {
+        let Some(ip) = req.client_ip.filter(|_| !self.ip_limits.is_off()) else {
+            return Ok(None);
+        };
+        let key = limit_key(ip, self.ip_limits.ipv6_prefix);
+        let claimed = self.store.claim_ticket(&key, id, &self.ip_limits).await;
+        self.health.note(&claimed);
+        let (retry_after_secs, limit) = match claimed? {
+            IpClaim::Allowed => return Ok(None),
+            IpClaim::TooFast { retry_after_ms } => {
+                self.metrics.refused_too_fast.inc();
+                let seconds = u64::try_from(retry_after_ms.max(1))
+                    .unwrap_or(1)
+                    .div_ceil(1000);
+                (seconds, Limit::TooFast)
+            }
+            // A place frees when a visitor from the address is let in or leaves: ask again at
+            // the pace a waiting page polls.
+            IpClaim::TooManyLive => {
+                self.metrics.refused_too_many_live.inc();
+                (
+                    settings.refresh_interval.as_secs().max(1),
+                    Limit::TooManyLive,
+                )
+            }
+        };
+        Ok(Some(Decision::Limited {
+            retry_after_secs,
+            limit,
+        }))
+    }
+
+    /// The store cannot be reached for a visitor who holds no pass.
+    fn store_unreachable(
+        &self,
+        id: String,
+        restore: Option<TicketPlace>,
+        arrived_at: Millis,
+        settings: &RoomSettings,
+    ) -> Decision {
+        match self.on_store_error {
+            OnStoreError::Open => Decision::Forward(Forward::plain(Outcome::Unprotected)),
+            OnStoreError::Closed => {
+                let ticket = Ticket {
+                    id,
+                    place: restore.map_or(self.clock.now_ms().saturating_mul(1000), |r| r.place),
+                    epoch: OFFLINE_EPOCH.into(),
+                    arrived_at,
+                    initial_position: 0,
+                    seen: Sighting::default(),
+                    expires_at: 0,
+                };
+                self.waiting(settings, ticket, None, 0)
+            }
+        }
+    }
+}

@@ -1,0 +1,514 @@
+//! The gate on its own: a real memory store (or one that can be taken down), the manual clock
+//! and the real admission loop, no HTTP.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::config::Config;
+use crate::config::model::Environment;
+use crate::core::ip_limit::IpClaim;
+use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use crate::request::view::{Canonical, Head, Sites};
+use crate::room::Room;
+use crate::service::admission::AdmissionLoop;
+use crate::store::memory::MemoryStore;
+use crate::store::{Joined, SavedSettings, StoreResult, TicketPlace};
+use crate::token::Signer;
+
+struct NoEnvironment;
+
+impl Environment for NoEnvironment {
+    fn var(&self, _name: &str) -> Option<String> {
+        None
+    }
+}
+
+/// The memory store, which can be taken down, counting the polls that reach it.
+struct Flaky {
+    inner: MemoryStore,
+    down: AtomicBool,
+    polls: AtomicUsize,
+}
+
+impl Flaky {
+    fn check(&self) -> StoreResult<()> {
+        if self.down.load(Ordering::SeqCst) {
+            Err(StoreError::Unavailable("taken down by the test".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[async_trait]
+impl Store for Flaky {
+    async fn admit_directly(&self, id: &str, limits: &Limits) -> StoreResult<Option<Millis>> {
+        self.check()?;
+        self.inner.admit_directly(id, limits).await
+    }
+    async fn admit_unconditionally(&self, id: &str, limits: &Limits) -> StoreResult<Millis> {
+        self.check()?;
+        self.inner.admit_unconditionally(id, limits).await
+    }
+    async fn join(
+        &self,
+        id: &str,
+        ticket: Option<&TicketPlace>,
+        limits: &Limits,
+    ) -> StoreResult<Joined> {
+        self.check()?;
+        self.inner.join(id, ticket, limits).await
+    }
+    async fn poll(&self, id: &str, limits: &Limits) -> StoreResult<PollOutcome> {
+        self.polls.fetch_add(1, Ordering::SeqCst);
+        self.check()?;
+        self.inner.poll(id, limits).await
+    }
+    async fn touch_pass(
+        &self,
+        id: &str,
+        pass_epoch: &str,
+        limits: &Limits,
+    ) -> StoreResult<Option<Millis>> {
+        self.check()?;
+        self.inner.touch_pass(id, pass_epoch, limits).await
+    }
+    async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool> {
+        self.check()?;
+        self.inner.end_pass(id, limits).await
+    }
+    async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
+        self.check()?;
+        self.inner.leave_queue(id).await
+    }
+    async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {
+        self.check()?;
+        self.inner.keep_alive(ids, limits).await
+    }
+    async fn claim_ticket(
+        &self,
+        ip: &str,
+        ticket: &str,
+        limits: &IpLimits,
+    ) -> StoreResult<IpClaim> {
+        self.check()?;
+        self.inner.claim_ticket(ip, ticket, limits).await
+    }
+    fn is_revoked(&self, id: &str) -> bool {
+        self.inner.is_revoked(id)
+    }
+    async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {
+        self.check()?;
+        self.inner.admission_round(limits, fence).await
+    }
+    async fn counts(&self) -> StoreResult<RoomCounts> {
+        self.check()?;
+        self.inner.counts().await
+    }
+    async fn lead(&self, instance: &str, ttl_ms: Millis) -> StoreResult<Option<u64>> {
+        self.check()?;
+        self.inner.lead(instance, ttl_ms).await
+    }
+    async fn resign(&self, instance: &str) -> StoreResult<()> {
+        self.inner.resign(instance).await
+    }
+    async fn leader(&self) -> StoreResult<Option<String>> {
+        self.check()?;
+        self.inner.leader().await
+    }
+    async fn save_settings(&self, json: &str) -> StoreResult<u64> {
+        self.check()?;
+        self.inner.save_settings(json).await
+    }
+    async fn load_settings(&self) -> StoreResult<Option<SavedSettings>> {
+        self.check()?;
+        self.inner.load_settings().await
+    }
+    async fn epoch(&self) -> StoreResult<String> {
+        self.check()?;
+        self.inner.epoch().await
+    }
+    async fn ping(&self) -> StoreResult<()> {
+        self.check()
+    }
+}
+
+struct Bench {
+    gate: Gate,
+    /// The room's path prefix: where `visit` asks.
+    path: String,
+    admission: AdmissionLoop,
+    store: Arc<Flaky>,
+    clock: Arc<ManualClock>,
+}
+
+const SECRET: &str = "test-secret-test-secret-test-secret!!";
+
+/// A gate for a room of `room` TOML lines, and `rest` whole sections.
+fn bench(room: &str, rest: &str) -> Bench {
+    let text = format!(
+        "[origin]\naddress = \"127.0.0.1:1\"\n[room]\nid = \"r\"\nname = \"Test drop\"\n\
+         admission_interval = \"20ms\"\n{room}\n[pass]\nsecret = \"{SECRET}\"\n\
+         [admin]\ntoken = \"{SECRET}\"\n{rest}"
+    );
+    let (config, _) = Config::parse(&text, &NoEnvironment, false).unwrap();
+    let clock = ManualClock::starting_now();
+    let store = Arc::new(Flaky {
+        inner: MemoryStore::new(clock.clone(), 7),
+        down: AtomicBool::new(false),
+        polls: AtomicUsize::new(0),
+    });
+    let room = Room::new("r", config.room.clone(), store.clone(), clock.clone());
+    let gate = Gate::new(GateParts {
+        route: config.route.clone(),
+        settings: room.settings.clone(),
+        view: room.view.clone(),
+        health: room.health.clone(),
+        pollers: room.pollers.clone(),
+        store: room.store.clone(),
+        clock: clock.clone(),
+        metrics: room.metrics.clone(),
+        signer: Arc::new(Signer::new("r", SECRET.as_bytes()).unwrap()),
+        cookie_name: config.pass.cookie_name.clone(),
+        on_store_error: config.store.on_error,
+        ip_limits: config.rate_limit,
+        turnstile: config
+            .turnstile
+            .as_ref()
+            .map(|t| Turnstile::new(t).unwrap()),
+    });
+    let admission = AdmissionLoop::new(&room, "instance".into(), Duration::from_secs(5));
+    Bench {
+        gate,
+        path: config.route.path.clone(),
+        admission,
+        store,
+        clock,
+    }
+}
+
+/// One visitor: its cookie (the signed token) and address.
+#[derive(Default, Clone)]
+struct Visitor {
+    cookie: Option<String>,
+    ip: Option<IpAddr>,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl Bench {
+    async fn ask(&self, visitor: &Visitor, target: &str) -> Decided {
+        let mut headers = http::HeaderMap::new();
+        if let Some(token) = &visitor.cookie {
+            headers.insert("cookie", format!("waitroom={token}").parse().unwrap());
+        }
+        for (name, value) in &visitor.headers {
+            headers.insert(*name, value.parse().unwrap());
+        }
+        let head = Head {
+            method: &http::Method::GET,
+            target: target.as_bytes(),
+            host_lines: &[b"shop.example"],
+            authority: None,
+            needs_host: true,
+        };
+        let canonical = Canonical::read(head, &Sites::default()).unwrap();
+        let request = Request::new(&canonical, &headers, visitor.ip);
+        self.gate.decide(&request).await
+    }
+
+    /// Asks as a browser would: the token the answer carries becomes the visitor's cookie.
+    async fn visit(&self, visitor: &mut Visitor) -> Decision {
+        let decided = self.ask(visitor, &self.path).await;
+        let signer = Signer::new("r", SECRET.as_bytes()).unwrap();
+        match &decided.decision {
+            Decision::Wait(wait) if wait.sign => {
+                visitor.cookie = Some(signer.sign_ticket(&wait.ticket).unwrap());
+            }
+            Decision::Forward(Forward {
+                pass: Some(pass), ..
+            }) => visitor.cookie = Some(signer.sign_pass(pass).unwrap()),
+            _ => {}
+        }
+        decided.decision
+    }
+
+    fn take_down(&self, down: bool) {
+        self.store.down.store(down, Ordering::SeqCst);
+    }
+
+    fn polls(&self) -> usize {
+        self.store.polls.load(Ordering::SeqCst)
+    }
+}
+
+fn outcome(decision: &Decision) -> Outcome {
+    decision.outcome()
+}
+
+fn position(decision: &Decision) -> Option<u64> {
+    match decision {
+        Decision::Wait(wait) => wait.position,
+        other => panic!("not waiting: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn each_decision_for_its_visitor() {
+    let b = bench(
+        "path = \"/drop\"\ntotal_active_users = 1\nnew_users_per_minute = 60\n\
+         bypass = [\"/drop/static/*\"]\nbypass_ips = [\"10.0.0.0/8\"]",
+        "",
+    );
+    let mut first = Visitor::default();
+    assert_eq!(outcome(&b.visit(&mut first).await), Outcome::Admitted);
+    assert_eq!(outcome(&b.visit(&mut first).await), Outcome::Passed);
+    let mut second = Visitor::default();
+    assert_eq!(position(&b.visit(&mut second).await), Some(1));
+    let outside = b.ask(&Visitor::default(), "/shop").await;
+    assert_eq!(outcome(&outside.decision), Outcome::Unprotected);
+    let static_file = b.ask(&Visitor::default(), "/drop/static/app.js").await;
+    assert_eq!(outcome(&static_file.decision), Outcome::Bypassed);
+    // Decided on the canonical path: no spelling escapes the room.
+    let spelled = b
+        .ask(&Visitor::default(), "/drop/static/%2e%2e/checkout")
+        .await;
+    assert_eq!(outcome(&spelled.decision), Outcome::Queued);
+    let office = Visitor {
+        ip: Some("10.1.2.3".parse().unwrap()),
+        ..Visitor::default()
+    };
+    assert_eq!(
+        outcome(&b.ask(&office, "/drop").await.decision),
+        Outcome::Bypassed
+    );
+}
+
+#[tokio::test]
+async fn a_closed_or_suspended_room() {
+    let b = bench(
+        "total_active_users = 1\nnew_users_per_minute = 60\nqueueing_method = \"reject\"",
+        "",
+    );
+    assert_eq!(b.visit(&mut Visitor::default()).await, Decision::Closed);
+    let b = bench(
+        "total_active_users = 1\nnew_users_per_minute = 60\nsuspended = true",
+        "",
+    );
+    assert_eq!(
+        outcome(&b.visit(&mut Visitor::default()).await),
+        Outcome::Unprotected
+    );
+}
+
+#[tokio::test]
+async fn the_per_address_limit_refuses_new_tickets_only() {
+    let b = bench(
+        "total_active_users = 1\nnew_users_per_minute = 60",
+        "[rate_limit]\ntickets_per_ip_per_minute = 1\nburst = 1\nmax_live_tickets_per_ip = 0",
+    );
+    let ip = Some("203.0.113.9".parse().unwrap());
+    let mut inside = Visitor {
+        ip,
+        ..Visitor::default()
+    };
+    assert_eq!(outcome(&b.visit(&mut inside).await), Outcome::Admitted);
+    let mut waiting = Visitor {
+        ip,
+        ..Visitor::default()
+    };
+    assert_eq!(position(&b.visit(&mut waiting).await), Some(1));
+    let refused = b
+        .visit(&mut Visitor {
+            ip,
+            ..Visitor::default()
+        })
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Decision::Limited {
+                limit: Limit::TooFast,
+                retry_after_secs: 1..=60,
+            }
+        ),
+        "{refused:?}"
+    );
+    // The visitor who holds a ticket keeps asking without counting.
+    assert_eq!(position(&b.visit(&mut waiting).await), Some(1));
+}
+
+#[tokio::test]
+async fn the_bot_challenge_comes_before_a_place() {
+    let b = bench(
+        "total_active_users = 1\nnew_users_per_minute = 60",
+        "[turnstile]\nsite_key = \"1x00000000000000000000AA\"\nsecret = \"1x0000000000000000000000000000000AA\"",
+    );
+    assert_eq!(
+        outcome(&b.visit(&mut Visitor::default()).await),
+        Outcome::Admitted
+    );
+    assert!(matches!(
+        b.visit(&mut Visitor::default()).await,
+        Decision::Challenge { queued: 0, .. }
+    ));
+}
+
+#[tokio::test]
+async fn polls_are_answered_from_the_ticket_while_fresh() {
+    let b = bench(
+        "total_active_users = 1\nnew_users_per_minute = 60\nabandon_after = \"10m\"\n\
+         session_duration = \"1h\"",
+        "",
+    );
+    let mut inside = Visitor::default();
+    b.visit(&mut inside).await;
+    let mut waiting = Visitor::default();
+    assert_eq!(position(&b.visit(&mut waiting).await), Some(1));
+    // Until the loop has seen the store's epoch for an abandon_after, every poll is exact.
+    b.admission.tick().await;
+    let before = b.polls();
+    assert_eq!(position(&b.visit(&mut waiting).await), Some(1));
+    assert_eq!(b.polls(), before + 1, "an epoch just seen: exact");
+    // Half-way through, still exact (the poll also keeps the place in the store).
+    b.clock.advance(Duration::from_secs(300));
+    assert_eq!(position(&b.visit(&mut waiting).await), Some(1));
+    assert_eq!(b.polls(), before + 2);
+    b.clock.advance(Duration::from_secs(300));
+    b.admission.tick().await;
+    assert_eq!(position(&b.visit(&mut waiting).await), Some(1));
+    let exact = b.polls();
+    assert_eq!(
+        exact,
+        before + 3,
+        "settled, but seen five minutes ago: exact"
+    );
+    b.clock.advance(Duration::from_secs(60));
+    assert_eq!(position(&b.visit(&mut waiting).await), Some(1));
+    assert_eq!(
+        b.polls(),
+        exact,
+        "seen a minute ago: answered from the ticket"
+    );
+    b.clock.advance(Duration::from_secs(61));
+    assert_eq!(position(&b.visit(&mut waiting).await), Some(1));
+    assert_eq!(
+        b.polls(),
+        exact + 1,
+        "two minutes since the last exact look-up"
+    );
+    // A store that does not answer is never trusted to be standing still.
+    b.take_down(true);
+    b.admission.tick().await;
+    assert_eq!(position(&b.visit(&mut waiting).await), None);
+    assert_eq!(b.polls(), exact + 2);
+}
+
+#[tokio::test]
+async fn a_called_visitor_is_looked_up_at_once() {
+    let b = bench(
+        "total_active_users = 1\nnew_users_per_minute = 6000\nabandon_after = \"10m\"\n\
+         session_duration = \"1h\"",
+        "",
+    );
+    let mut inside = Visitor::default();
+    b.visit(&mut inside).await;
+    let mut waiting = Visitor::default();
+    b.visit(&mut waiting).await;
+    b.clock.advance(Duration::from_secs(600));
+    b.admission.tick().await;
+    b.visit(&mut waiting).await;
+    // The one inside leaves; the next round calls the waiting visitor.
+    let mut leaving = http::HeaderMap::new();
+    leaving.insert(
+        "cookie",
+        format!("waitroom={}", inside.cookie.clone().unwrap())
+            .parse()
+            .unwrap(),
+    );
+    let head = Head {
+        method: &http::Method::POST,
+        target: b"/__waitroom/leave",
+        host_lines: &[b"shop.example"],
+        authority: None,
+        needs_host: true,
+    };
+    let canonical = Canonical::read(head, &Sites::default()).unwrap();
+    let left = b
+        .gate
+        .leave(&Request::new(&canonical, &leaving, None))
+        .await;
+    assert!(matches!(left, Ok(true)), "{left:?}");
+    b.admission.tick().await;
+    b.admission.tick().await;
+    assert_eq!(outcome(&b.visit(&mut waiting).await), Outcome::Admitted);
+}
+
+#[tokio::test]
+async fn on_error_closed_queues_newcomers_with_offline_tickets_placed_on_return() {
+    let b = bench("total_active_users = 1\nnew_users_per_minute = 60", "");
+    let mut inside = Visitor::default();
+    b.visit(&mut inside).await;
+    let mut early = Visitor::default();
+    assert_eq!(position(&b.visit(&mut early).await), Some(1));
+    b.clock.advance(Duration::from_secs(1));
+    b.take_down(true);
+    let mut newcomer = Visitor::default();
+    match b.visit(&mut newcomer).await {
+        Decision::Wait(wait) => {
+            assert_eq!(wait.ticket.epoch, "offline");
+            assert_eq!(wait.position, None);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        outcome(&b.visit(&mut inside).await),
+        Outcome::Passed,
+        "a pass verifies without the store"
+    );
+    b.clock.advance(Duration::from_secs(1));
+    b.take_down(false);
+    assert_eq!(position(&b.visit(&mut early).await), Some(1));
+    assert_eq!(
+        position(&b.visit(&mut newcomer).await),
+        Some(2),
+        "behind the one who came first"
+    );
+}
+
+#[tokio::test]
+async fn on_error_open_lets_newcomers_through() {
+    let b = bench(
+        "total_active_users = 1\nnew_users_per_minute = 60",
+        "[store]\non_error = \"open\"",
+    );
+    let mut inside = Visitor::default();
+    b.visit(&mut inside).await;
+    let mut waiting = Visitor::default();
+    b.visit(&mut waiting).await;
+    b.take_down(true);
+    assert_eq!(
+        outcome(&b.visit(&mut Visitor::default()).await),
+        Outcome::Unprotected
+    );
+    assert_eq!(outcome(&b.visit(&mut waiting).await), Outcome::Unprotected);
+}
+
+#[tokio::test]
+async fn a_store_outage_is_counted_per_call_and_health_follows_the_last_one() {
+    let b = bench("total_active_users = 1\nnew_users_per_minute = 60", "");
+    b.take_down(true);
+    for _ in 0..50 {
+        b.visit(&mut Visitor::default()).await;
+    }
+    assert!(!b.gate.health.is_up());
+    assert_eq!(b.gate.metrics.store_errors.get(), 50);
+    b.take_down(false);
+    b.visit(&mut Visitor::default()).await;
+    assert!(b.gate.health.is_up());
+}

@@ -1,0 +1,58 @@
+//! When forwarding failed: a small branded page instead of a bare error, counted by kind. A
+//! visitor who went away gets nothing and is not an error.
+
+use pingora_core::{Error, ErrorSource, ErrorType};
+use pingora_proxy::{FailToProxy, Session};
+
+use super::WaitroomProxy;
+
+const NOT_ANSWERING: &str = "The shop is not answering right now";
+const KEPT: &str = "Please try again in a moment: your place or your pass is kept.";
+
+pub(super) async fn answer(proxy: &WaitroomProxy, session: &mut Session, e: &Error) -> FailToProxy {
+    let (code, kind, heading, message) = match e.etype() {
+        ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => (
+            504,
+            "timeout",
+            "The shop is taking too long",
+            "The shop did not answer in time. Please try again in a moment.",
+        ),
+        ErrorType::TLSHandshakeFailure
+        | ErrorType::TLSHandshakeTimedout
+        | ErrorType::InvalidCert
+        | ErrorType::HandshakeError => (502, "tls", NOT_ANSWERING, KEPT),
+        ErrorType::HTTPStatus(code) => (
+            *code,
+            "status",
+            "Something went wrong",
+            "Please try again in a moment.",
+        ),
+        _ if e.esource() == &ErrorSource::Upstream => (502, "connect", NOT_ANSWERING, KEPT),
+        ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed => {
+            // The visitor went away: nobody to answer.
+            return FailToProxy {
+                error_code: 0,
+                can_reuse_downstream: false,
+            };
+        }
+        _ => (
+            400,
+            "request",
+            "Bad request",
+            "The request could not be understood.",
+        ),
+    };
+    if code >= 500 {
+        proxy.front.metrics.upstream_error(kind);
+    }
+    let reply = proxy.front.responder.error_page(code, heading, message);
+    // The connection is not reused after an error: say so, or clients reuse a closed socket.
+    session.set_keepalive(None);
+    if let Err(e) = reply.send(session, false).await {
+        log::debug!("could not send the error page: {e}");
+    }
+    FailToProxy {
+        error_code: code,
+        can_reuse_downstream: false,
+    }
+}

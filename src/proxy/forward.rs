@@ -1,0 +1,183 @@
+//! What goes to the origin and what comes back: the canonical target and Host, the forwarded
+//! client address; the pass cookie on the origin's answer, kept out of shared caches, and the
+//! origin's revoke command.
+
+use pingora_http::{RequestHeader, ResponseHeader};
+use pingora_proxy::Session;
+
+use crate::request::client::forwarded_for;
+
+use super::{RequestCtx, WaitroomProxy};
+
+/// The origin's header that ends the visitor's session (Cloudflare's name).
+const COMMAND_HEADER: &str = "cf-waiting-room-command";
+
+pub(super) fn rewrite(
+    proxy: &WaitroomProxy,
+    session: &Session,
+    upstream: &mut RequestHeader,
+    ctx: &mut RequestCtx,
+) -> pingora::Result<()> {
+    if let Some(target) = ctx.target.take() {
+        let uri = http::Uri::try_from(target).map_err(|e| {
+            pingora_core::Error::because(
+                pingora_core::ErrorType::InvalidHTTPHeader,
+                "canonical target",
+                e,
+            )
+        })?;
+        upstream.set_uri(uri);
+    }
+    // The configured Host wins, and only after the decision: the gate saw the visitor's.
+    match (&proxy.origin.host_header, ctx.host.take()) {
+        (Some(host), _) => upstream.insert_header("host", host.as_str())?,
+        (None, Some(host)) => upstream.insert_header("host", host)?,
+        (None, None) => {}
+    }
+    if let Some(peer) = session
+        .client_addr()
+        .and_then(|a| a.as_inet())
+        .map(|a| a.ip())
+    {
+        let lines = upstream
+            .headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .map(|v| v.as_bytes());
+        let value = forwarded_for(lines, peer);
+        upstream.insert_header("x-forwarded-for", value)?;
+        // A trusted proxy in front says what the visitor spoke to it; anyone else is not
+        // believed.
+        let told = proxy.is_trusted(peer) && upstream.headers.contains_key("x-forwarded-proto");
+        if !told {
+            let proto = if proxy.tls { "https" } else { "http" };
+            upstream.insert_header("x-forwarded-proto", proto)?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn answer(
+    proxy: &WaitroomProxy,
+    session: &Session,
+    response: &mut ResponseHeader,
+    ctx: &mut RequestCtx,
+) -> pingora::Result<()> {
+    let front = &proxy.front;
+    let status = response.status.as_u16();
+    ctx.origin_status = Some(status);
+    front.metrics.origin_response(status);
+    if let Some(started) = ctx.origin_started {
+        front
+            .metrics
+            .origin_seconds
+            .observe(started.elapsed().as_secs_f64());
+    }
+    if revoke_command(response) && front.gate.settings().revoke_command_enabled {
+        // The origin may end any pass holder's session, on a bypassed path too.
+        let holder = ctx
+            .holder
+            .take()
+            .or_else(|| front.gate.pass_holder(&session.req_header().headers));
+        if let Some(holder) = holder {
+            // A store error is noted by the gate; the cookie goes either way.
+            let _ = front.gate.end_pass(&holder).await;
+            ctx.set_cookie = Some(front.responder.clearing_cookie());
+        }
+    }
+    if let Some(cookie) = ctx.set_cookie.take() {
+        response.append_header("set-cookie", cookie)?;
+        keep_out_of_shared_caches(response)?;
+    }
+    Ok(())
+}
+
+/// Takes every command line out of the origin's answer (never shown to the visitor, whatever it
+/// says) and says whether one of them revokes.
+fn revoke_command(response: &mut ResponseHeader) -> bool {
+    let mut revoke = false;
+    for value in response.headers.get_all(COMMAND_HEADER) {
+        match value.to_str() {
+            Ok(v) if v.trim().eq_ignore_ascii_case("revoke") => revoke = true,
+            Ok(v) => log::warn!("origin sent an unknown waiting-room command {v:?}: stripped"),
+            Err(_) => log::warn!(
+                "origin sent a waiting-room command that is not visible ASCII ({:?}): stripped",
+                String::from_utf8_lossy(value.as_bytes())
+            ),
+        }
+    }
+    response.remove_header(COMMAND_HEADER);
+    revoke
+}
+
+/// A response that sets a visitor's own cookie must never be stored by a shared cache (a CDN
+/// would hand one visitor's pass to the next): `private`, without `public` or `s-maxage`.
+fn keep_out_of_shared_caches(response: &mut ResponseHeader) -> pingora::Result<()> {
+    let mut directives: Vec<String> = response
+        .headers
+        .get_all(http::header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .filter(|d| {
+            let name = d.split('=').next().unwrap_or("").trim();
+            !name.eq_ignore_ascii_case("public") && !name.eq_ignore_ascii_case("s-maxage")
+        })
+        .map(str::to_owned)
+        .collect();
+    if !directives.iter().any(|d| d.eq_ignore_ascii_case("private")) {
+        directives.push("private".into());
+    }
+    response.insert_header(http::header::CACHE_CONTROL, directives.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(lines: &[(&str, &str)]) -> ResponseHeader {
+        let mut r = ResponseHeader::build(200, None).unwrap();
+        for (name, value) in lines {
+            r.append_header(name.to_string(), *value).unwrap();
+        }
+        r
+    }
+
+    fn cache_control(r: &ResponseHeader) -> &str {
+        r.headers
+            .get(http::header::CACHE_CONTROL)
+            .unwrap()
+            .to_str()
+            .unwrap()
+    }
+
+    #[test]
+    fn cookies_are_kept_out_of_shared_caches() {
+        let mut r = response(&[("cache-control", "public, max-age=60, s-maxage=600")]);
+        keep_out_of_shared_caches(&mut r).unwrap();
+        assert_eq!(cache_control(&r), "max-age=60, private");
+        let mut r = response(&[]);
+        keep_out_of_shared_caches(&mut r).unwrap();
+        assert_eq!(cache_control(&r), "private");
+        let mut r = response(&[("cache-control", "no-store"), ("cache-control", "Private")]);
+        keep_out_of_shared_caches(&mut r).unwrap();
+        assert_eq!(cache_control(&r), "no-store, Private");
+    }
+
+    #[test]
+    fn every_command_line_is_stripped() {
+        let mut r = response(&[(COMMAND_HEADER, "nonsense"), (COMMAND_HEADER, " REVOKE ")]);
+        assert!(revoke_command(&mut r));
+        assert!(r.headers.get(COMMAND_HEADER).is_none());
+        let mut r = response(&[]);
+        r.append_header(
+            COMMAND_HEADER,
+            http::HeaderValue::from_bytes(b"revoke\xff").unwrap(),
+        )
+        .unwrap();
+        assert!(!revoke_command(&mut r));
+        assert!(r.headers.get(COMMAND_HEADER).is_none());
+    }
+}

@@ -1,0 +1,370 @@
+//! The Pingora layer: reads the canonical request once, asks the gate, sends the reply or
+//! forwards exactly what the gate decided on, adds the pass cookie to the origin's answer,
+//! carries out the origin's revoke command and answers for a failed origin.
+//!
+//! Hooks, in the order Pingora runs them for one request: `request_filter` (every request:
+//! decide, answer or let through) → `upstream_peer` (forwarded only) → `upstream_request_filter`
+//! (the canonical target and Host, X-Forwarded-*) → `response_filter` (the origin's header:
+//! cookies, the revoke command) → `logging` (once, after the response or the failure).
+//! `fail_to_proxy` runs instead of the response when the origin failed.
+
+mod events;
+mod failure;
+mod forward;
+mod reserved;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use pingora::prelude::HttpPeer;
+use pingora_core::Error;
+use pingora_http::{RequestHeader, ResponseHeader};
+use pingora_proxy::{FailToProxy, ProxyHttp, Session};
+
+pub use events::{STREAMS_PER_VISITOR, StreamBudget};
+
+use crate::config::model::OriginConfig;
+use crate::gate::{Decision, Gate};
+use crate::request::canonical::Authority;
+use crate::request::client::{Cidr, client_ip};
+use crate::request::view::{Canonical, Head, Request, Sites};
+use crate::respond::Responder;
+use crate::respond::reply::Reply;
+use crate::room::Pulse;
+use crate::service::logging::ACCESS;
+use crate::service::metrics::Metrics;
+
+/// Larger request headers are refused with 431 before any work is done.
+const MAX_HEADER_VALUE: usize = 16 * 1024;
+const MAX_HEADERS_TOTAL: usize = 64 * 1024;
+
+/// What the public listener needs of one room.
+pub struct Front {
+    pub gate: Arc<Gate>,
+    pub responder: Arc<Responder>,
+    pub pulse: Arc<Pulse>,
+    pub metrics: Arc<Metrics>,
+}
+
+pub struct WaitroomProxy {
+    front: Front,
+    sites: Sites,
+    origin: OriginConfig,
+    access_log: bool,
+    trusted_proxies: Vec<Cidr>,
+    /// The listener speaks TLS: what `X-Forwarded-Proto` says.
+    tls: bool,
+    streams: StreamBudget,
+}
+
+/// The decision of a request the gate never saw: the proxy's own paths, or refused requests.
+const RESERVED: &str = "reserved";
+const REFUSED: &str = "refused";
+
+#[derive(Debug)]
+pub struct RequestCtx {
+    started: Instant,
+    /// passed, admitted, queued, bypassed, rejected, unprotected, challenged, limited,
+    /// reserved or refused.
+    decision: &'static str,
+    /// What is forwarded, when it differs from what came.
+    target: Option<String>,
+    host: Option<String>,
+    /// The pass cookie for the origin's answer.
+    set_cookie: Option<String>,
+    /// The pass the origin may revoke, when the gate looked at it.
+    holder: Option<String>,
+    origin_started: Option<Instant>,
+    origin_status: Option<u16>,
+}
+
+pub struct ProxySettings {
+    pub sites: Sites,
+    pub origin: OriginConfig,
+    pub access_log: bool,
+    pub trusted_proxies: Vec<Cidr>,
+    pub tls: bool,
+    pub max_event_streams: usize,
+}
+
+impl WaitroomProxy {
+    pub fn new(front: Front, settings: ProxySettings) -> Self {
+        Self {
+            front,
+            sites: settings.sites,
+            origin: settings.origin,
+            access_log: settings.access_log,
+            trusted_proxies: settings.trusted_proxies,
+            tls: settings.tls,
+            streams: StreamBudget::new(settings.max_event_streams),
+        }
+    }
+
+    /// The visitor's address: the peer's, or X-Forwarded-For's when the peer is a trusted proxy.
+    fn client_ip(&self, session: &Session) -> Option<IpAddr> {
+        let peer = session.client_addr()?.as_inet()?.ip();
+        let forwarded = session
+            .req_header()
+            .headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .map(|v| v.as_bytes());
+        Some(client_ip(peer, forwarded, &self.trusted_proxies))
+    }
+
+    fn is_trusted(&self, ip: IpAddr) -> bool {
+        self.trusted_proxies.iter().any(|c| c.contains(ip))
+    }
+}
+
+fn oversized(req: &RequestHeader) -> bool {
+    let mut total = 0;
+    for (name, value) in &req.headers {
+        let len = name.as_str().len() + value.len();
+        if len > MAX_HEADER_VALUE {
+            return true;
+        }
+        total += len;
+    }
+    total > MAX_HEADERS_TOTAL
+}
+
+/// The parts of the request head that name what it asks for. More than two Host lines are as
+/// refused as two: only the first two are looked at.
+fn head<'a>(req: &'a RequestHeader, host_lines: &'a mut [&'a [u8]; 2]) -> Head<'a> {
+    let mut count = 0;
+    for (slot, line) in host_lines
+        .iter_mut()
+        .zip(req.headers.get_all(http::header::HOST))
+    {
+        *slot = line.as_bytes();
+        count += 1;
+    }
+    let h2 = req.version == http::Version::HTTP_2;
+    Head {
+        method: &req.method,
+        target: req.raw_path(),
+        host_lines: &host_lines[..count],
+        authority: h2
+            .then(|| req.uri.authority().map(|a| a.as_str().as_bytes()))
+            .flatten(),
+        needs_host: req.version >= http::Version::HTTP_11,
+    }
+}
+
+/// The Host line to send the origin when it is not what the client sent: an HTTP/2 request
+/// (the origin gets its `:authority`), or a spelling other than the canonical one.
+fn host_to_forward(req: &RequestHeader, host: Option<&Authority<'_>>) -> Option<String> {
+    let host = host?;
+    let sent = req.headers.get(http::header::HOST).map(|v| v.as_bytes());
+    let same =
+        req.version != http::Version::HTTP_2 && sent.is_some_and(|sent| spelled_as(host, sent));
+    (!same).then(|| host.to_host_header())
+}
+
+/// Whether `raw` is exactly the canonical spelling of `host`, without building it.
+fn spelled_as(host: &Authority<'_>, raw: &[u8]) -> bool {
+    let name = host.host().as_bytes();
+    match host.port() {
+        None => raw == name,
+        Some(port) => {
+            raw.len() > name.len()
+                && raw.starts_with(name)
+                && raw[name.len()] == b':'
+                && raw[name.len() + 1..] == *port.to_string().as_bytes()
+        }
+    }
+}
+
+#[async_trait]
+impl ProxyHttp for WaitroomProxy {
+    type CTX = RequestCtx;
+
+    fn new_ctx(&self) -> Self::CTX {
+        RequestCtx {
+            started: Instant::now(),
+            decision: "-",
+            target: None,
+            host: None,
+            set_cookie: None,
+            holder: None,
+            origin_started: None,
+            origin_status: None,
+        }
+    }
+
+    /// Runs first for every request: refuses what cannot be read one way only, answers reserved
+    /// paths and visitors who must wait; lets the rest through to `upstream_peer` (returns
+    /// false) with the canonical target and Host noted for `upstream_request_filter`.
+    async fn request_filter(
+        &self,
+        session: &mut Session,
+        ctx: &mut Self::CTX,
+    ) -> pingora::Result<bool> {
+        if oversized(session.req_header()) {
+            ctx.decision = REFUSED;
+            session.set_keepalive(None);
+            Reply::text(431, "request header fields too large\n")
+                .send(session, false)
+                .await?;
+            return Ok(true);
+        }
+        let client_ip = self.client_ip(session);
+        let req = session.req_header();
+        let head_only = req.method == http::Method::HEAD;
+        let mut host_lines = [&[][..]; 2];
+        let canonical = match Canonical::read(head(req, &mut host_lines), &self.sites) {
+            Ok(canonical) => canonical,
+            Err(refusal) => {
+                ctx.decision = REFUSED;
+                log::debug!(
+                    "refused {:?}: {refusal}",
+                    String::from_utf8_lossy(req.raw_path())
+                );
+                // What follows on the connection may be framed the way the refused head was.
+                session.set_keepalive(None);
+                Reply::text(refusal.status(), format!("{refusal}\n"))
+                    .send(session, head_only)
+                    .await?;
+                return Ok(true);
+            }
+        };
+        if let Some(reserved) = canonical.reserved() {
+            ctx.decision = RESERVED;
+            let canonical = canonical.into_owned();
+            self.own_path(session, reserved, canonical, client_ip)
+                .await?;
+            return Ok(true);
+        }
+        let request = Request::new(&canonical, &req.headers, client_ip);
+        let front = &self.front;
+        let decided = front.gate.decide(&request).await;
+        ctx.decision = decided.decision.outcome().label();
+        let reply = match &decided.decision {
+            Decision::Forward(forward) => {
+                ctx.set_cookie = front.responder.pass_cookie(forward);
+                ctx.holder = forward.holder.clone();
+                ctx.target = canonical.target.rewritten().map(str::to_owned);
+                if self.origin.host_header.is_none() {
+                    ctx.host = host_to_forward(req, canonical.host.as_ref());
+                }
+                return Ok(false);
+            }
+            _ => {
+                let format = front.responder.format(&request);
+                front.responder.reply(&decided, format)
+            }
+        };
+        match reply {
+            Some(reply) => reply.send(session, head_only).await?,
+            None => {
+                Reply::text(500, "no reply\n")
+                    .send(session, head_only)
+                    .await?
+            }
+        }
+        Ok(true)
+    }
+
+    async fn upstream_peer(
+        &self,
+        _session: &mut Session,
+        ctx: &mut Self::CTX,
+    ) -> pingora::Result<Box<HttpPeer>> {
+        let o = &self.origin;
+        let mut peer = HttpPeer::new(o.address.as_str(), o.tls, o.sni.clone());
+        peer.options.connection_timeout = Some(o.connect_timeout);
+        peer.options.read_timeout = Some(o.read_timeout);
+        peer.options.write_timeout = Some(o.write_timeout);
+        peer.options.verify_cert = o.verify;
+        peer.options.verify_hostname = o.verify;
+        ctx.origin_started = Some(Instant::now());
+        Ok(Box::new(peer))
+    }
+
+    /// Runs on the copy of the request that goes to the origin: what the gate decided on is
+    /// what the origin receives.
+    async fn upstream_request_filter(
+        &self,
+        session: &mut Session,
+        upstream: &mut RequestHeader,
+        ctx: &mut Self::CTX,
+    ) -> pingora::Result<()> {
+        forward::rewrite(self, session, upstream, ctx)
+    }
+
+    /// Runs on the origin's response header before it goes to the visitor.
+    async fn response_filter(
+        &self,
+        session: &mut Session,
+        response: &mut ResponseHeader,
+        ctx: &mut Self::CTX,
+    ) -> pingora::Result<()> {
+        forward::answer(self, session, response, ctx).await
+    }
+
+    /// Runs when the request failed: a small branded page instead of a bare error.
+    async fn fail_to_proxy(
+        &self,
+        session: &mut Session,
+        e: &Error,
+        _ctx: &mut Self::CTX,
+    ) -> FailToProxy
+    where
+        Self::CTX: Send + Sync,
+    {
+        failure::answer(self, session, e).await
+    }
+
+    /// Runs once per request, after the response went out or the request failed: the access
+    /// line, with the gate's decision.
+    async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Self::CTX)
+    where
+        Self::CTX: Send + Sync,
+    {
+        if !self.access_log {
+            return;
+        }
+        let req = session.req_header();
+        let status = session.response_written().map_or(0, |r| r.status.as_u16());
+        let client = session
+            .client_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let error = e.map(|e| e.etype().as_str()).unwrap_or("");
+        let host = req
+            .headers
+            .get(http::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .or_else(|| req.uri.host())
+            .unwrap_or("");
+        log::info!(
+            target: ACCESS,
+            decision = ctx.decision,
+            method = req.method.as_str(),
+            host = host,
+            path = req.uri.path(),
+            status = status,
+            origin_status = ctx.origin_status.unwrap_or(0),
+            ms = ctx.started.elapsed().as_millis() as u64,
+            bytes = session.body_bytes_sent() as u64,
+            proto = http_version(req.version),
+            client = client.as_str(),
+            visitor = ctx.holder.as_deref().unwrap_or(""),
+            error = error;
+            "{}", ctx.decision
+        );
+    }
+}
+
+fn http_version(v: http::Version) -> &'static str {
+    match v {
+        http::Version::HTTP_09 => "HTTP/0.9",
+        http::Version::HTTP_10 => "HTTP/1.0",
+        http::Version::HTTP_2 => "HTTP/2",
+        http::Version::HTTP_3 => "HTTP/3",
+        _ => "HTTP/1.1",
+    }
+}

@@ -1,0 +1,94 @@
+//! The proxy's own paths under `/__waitroom/`: the JSON status, the event stream, leaving the
+//! line and the answer to the bot challenge. Never forwarded.
+
+use std::net::IpAddr;
+
+use pingora_proxy::Session;
+
+use crate::gate::{Answered, ChallengeAnswer};
+use crate::request::view::{Canonical, Request, Reserved};
+use crate::respond::Responder;
+use crate::respond::reply::Reply;
+
+use super::{WaitroomProxy, events};
+
+/// Request bodies the proxy reads itself (leave, a Turnstile token) are small; more is refused.
+const MAX_OWN_BODY: usize = 16 * 1024;
+
+/// The whole request body, or None when it is larger than `MAX_OWN_BODY`.
+async fn read_body(session: &mut Session) -> pingora::Result<Option<Vec<u8>>> {
+    let mut body = Vec::new();
+    while let Some(chunk) = session.read_request_body().await? {
+        body.extend_from_slice(&chunk);
+        if body.len() > MAX_OWN_BODY {
+            return Ok(None);
+        }
+    }
+    Ok(Some(body))
+}
+
+impl WaitroomProxy {
+    pub(super) async fn own_path(
+        &self,
+        session: &mut Session,
+        reserved: Reserved,
+        canonical: Canonical<'static>,
+        client_ip: Option<IpAddr>,
+    ) -> pingora::Result<()> {
+        let method = session.req_header().method.clone();
+        let head_only = method == http::Method::HEAD;
+        let allowed = reserved.method().is_some_and(|m| {
+            m == method || (m == http::Method::GET && head_only && reserved == Reserved::Status)
+        });
+        if !allowed {
+            return Responder::not_here(reserved).send(session, head_only).await;
+        }
+        let body = if method == http::Method::POST {
+            match read_body(session).await? {
+                Some(body) => body,
+                None => {
+                    session.set_keepalive(None);
+                    return Reply::text(413, "request body too large\n")
+                        .send(session, false)
+                        .await;
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let Self { front, .. } = self;
+        let request = Request::new(&canonical, &session.req_header().headers, client_ip);
+        let reply = match reserved {
+            Reserved::Status => {
+                let decided = front.gate.visit(&request, ChallengeAnswer::None).await;
+                front.responder.status(&decided)
+            }
+            Reserved::Leave => front.responder.left(front.gate.leave(&request).await),
+            Reserved::Turnstile => match front.gate.answer_challenge(&request, &body).await {
+                Answered::NoChallenge => Responder::not_here(Reserved::Unknown),
+                Answered::Malformed(e) => {
+                    Reply::json(400, &serde_json::json!({ "error": e.to_string() }))
+                }
+                Answered::TryAgain => Reply::json(
+                    503,
+                    &serde_json::json!({ "error": "the challenge cannot be checked now: try again" }),
+                ),
+                Answered::Decided(decided) => front.responder.status(&decided),
+            },
+            Reserved::Events => {
+                let watch = front.gate.watch(&request);
+                return events::serve(
+                    session,
+                    &front.gate,
+                    &front.responder,
+                    &front.pulse,
+                    &self.streams,
+                    watch,
+                )
+                .await;
+            }
+            Reserved::Unknown => Responder::not_here(reserved),
+        };
+        reply.send(session, head_only).await
+    }
+}

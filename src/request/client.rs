@@ -1,0 +1,255 @@
+//! Who the visitor is on the network: address ranges, and the client address behind trusted
+//! proxies.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+/// An address range such as `10.0.0.0/8` or `2001:db8::/32`; a bare address is a /32 or /128.
+/// IPv4-mapped IPv6 addresses are compared as the IPv4 addresses they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr(IpNet);
+
+/// IPv4 clients reach a dual-stack listener as `::ffff:a.b.c.d`: compare them as IPv4.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+impl Cidr {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let net = match text.split_once('/') {
+            None => text
+                .parse::<IpAddr>()
+                .map(IpNet::from)
+                .map_err(|_| format!("{text:?} is not an address or range like 10.0.0.0/8"))?,
+            Some((addr, prefix)) => {
+                let addr = addr
+                    .parse::<IpAddr>()
+                    .map_err(|_| format!("{text:?} is not an address or range like 10.0.0.0/8"))?;
+                let max = if addr.is_ipv4() { 32 } else { 128 };
+                let prefix = prefix
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|p| *p <= max)
+                    .ok_or_else(|| format!("{text:?}: the prefix must be 0 to {max}"))?;
+                // A mapped IPv4 range is written as the IPv4 range it is: its prefix is the
+                // IPv4 part's.
+                let (addr, prefix) = match (addr, canonical(addr)) {
+                    (IpAddr::V6(_), v4 @ IpAddr::V4(_)) => (v4, prefix.saturating_sub(96)),
+                    _ => (addr, prefix),
+                };
+                IpNet::new(addr, prefix).map_err(|e| format!("{text:?}: {e}"))?
+            }
+        };
+        Ok(Self(net.trunc()))
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        self.0.contains(&canonical(ip))
+    }
+}
+
+impl std::fmt::Display for Cidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The client's address: the peer itself, unless the peer is a trusted proxy; then the
+/// `X-Forwarded-For` field lines, combined in order (RFC 9110 5.3), are walked from the right
+/// (the entries trusted proxies appended) to the first address that is not a trusted proxy.
+/// Anything left of that is the client's own claim and is ignored, so a client cannot pick its
+/// address by sending the header itself, not even as a line of its own before the proxy's.
+pub fn client_ip<'a>(
+    peer: IpAddr,
+    forwarded_for: impl DoubleEndedIterator<Item = &'a [u8]>,
+    trusted: &[Cidr],
+) -> IpAddr {
+    let is_trusted = |ip: IpAddr| trusted.iter().any(|c| c.contains(ip));
+    let mut client = canonical(peer);
+    if !is_trusted(client) {
+        return client;
+    }
+    for line in forwarded_for.rev() {
+        // A line that is not text: nothing left of it can be trusted either.
+        let Ok(line) = std::str::from_utf8(line) else {
+            return client;
+        };
+        for hop in line.rsplit(',') {
+            match hop.trim().parse::<IpAddr>() {
+                Ok(ip) => {
+                    client = canonical(ip);
+                    if !is_trusted(client) {
+                        return client;
+                    }
+                }
+                Err(_) => return client,
+            }
+        }
+    }
+    client
+}
+
+/// The value of `X-Forwarded-For` the origin receives: the lines the request carried, combined,
+/// with the peer's address appended (nginx's `$proxy_add_x_forwarded_for`).
+pub fn forwarded_for<'a>(lines: impl Iterator<Item = &'a [u8]>, peer: IpAddr) -> Vec<u8> {
+    let mut value = Vec::new();
+    for line in lines {
+        if !value.is_empty() {
+            value.extend_from_slice(b", ");
+        }
+        value.extend_from_slice(line);
+    }
+    if !value.is_empty() {
+        value.extend_from_slice(b", ");
+    }
+    value.extend_from_slice(canonical(peer).to_string().as_bytes());
+    value
+}
+
+/// The address a per-address limit counts by: an IPv4 address, or the IPv6 network of the given
+/// prefix length. One IPv6 subscriber is handed a whole network (a /64 at least, often a /56 or
+/// a /48) and picks addresses in it freely, so counting single IPv6 addresses would limit nobody.
+pub fn limit_key(ip: IpAddr, ipv6_prefix: u8) -> String {
+    match canonical(ip) {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let prefix = ipv6_prefix.min(128);
+            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            let network = std::net::Ipv6Addr::from(u128::from(v6) & mask);
+            format!("{network}/{prefix}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().expect("test address")
+    }
+
+    fn cidr(s: &str) -> Cidr {
+        Cidr::parse(s).expect("test range")
+    }
+
+    fn lines<'a>(values: &'a [&'a str]) -> impl DoubleEndedIterator<Item = &'a [u8]> {
+        values.iter().map(|v| v.as_bytes())
+    }
+
+    #[test]
+    fn ranges_match_v4_v6_and_mapped_addresses() {
+        assert!(cidr("10.0.0.0/8").contains(ip("10.200.3.4")));
+        assert!(!cidr("10.0.0.0/8").contains(ip("11.0.0.1")));
+        assert!(cidr("10.0.0.0/8").contains(ip("::ffff:10.1.2.3")));
+        assert!(cidr("::ffff:10.0.0.0/104").contains(ip("10.9.9.9")));
+        assert!(cidr("203.0.113.7").contains(ip("203.0.113.7")));
+        assert!(!cidr("203.0.113.7").contains(ip("203.0.113.8")));
+        assert!(cidr("2001:db8::/32").contains(ip("2001:db8:1::5")));
+        assert!(!cidr("2001:db8::/32").contains(ip("10.0.0.1")));
+        assert!(cidr("0.0.0.0/0").contains(ip("192.0.2.1")));
+        assert!(cidr("10.1.2.3/8").contains(ip("10.9.9.9")));
+        assert!(Cidr::parse("10.0.0.0/33").is_err());
+        assert!(Cidr::parse("ten").is_err());
+        assert!(Cidr::parse("10.0.0.0/x").is_err());
+    }
+
+    #[test]
+    fn limits_count_by_ipv4_address_or_ipv6_network() {
+        assert_eq!(limit_key(ip("203.0.113.7"), 64), "203.0.113.7");
+        assert_eq!(limit_key(ip("::ffff:203.0.113.7"), 64), "203.0.113.7");
+        assert_eq!(
+            limit_key(ip("2001:db8:1:2:aaaa::1"), 64),
+            "2001:db8:1:2::/64"
+        );
+        assert_eq!(
+            limit_key(ip("2001:db8:1:2ff::1"), 56),
+            "2001:db8:1:200::/56"
+        );
+        assert_eq!(
+            limit_key(ip("2001:db8:1:2:ffff:ffff:ffff:ffff"), 64),
+            limit_key(ip("2001:db8:1:2::9"), 64)
+        );
+        assert_ne!(
+            limit_key(ip("2001:db8:1:3::1"), 64),
+            limit_key(ip("2001:db8:1:2::1"), 64)
+        );
+        assert_eq!(
+            limit_key(ip("2001:db8:1:3::1"), 48),
+            limit_key(ip("2001:db8:1:2::1"), 48)
+        );
+        assert_eq!(limit_key(ip("2001:db8::1"), 128), "2001:db8::1/128");
+    }
+
+    #[test]
+    fn forwarded_for_is_trusted_only_from_trusted_proxies_and_walked_from_the_right() {
+        let trusted = [cidr("10.0.0.0/8")];
+        // A client sending the header itself is not believed.
+        assert_eq!(
+            client_ip(ip("198.51.100.9"), lines(&["1.2.3.4"]), &trusted),
+            ip("198.51.100.9")
+        );
+        // Behind two trusted hops, the first untrusted address from the right is the client;
+        // what the client claimed further left is ignored.
+        assert_eq!(
+            client_ip(
+                ip("10.0.0.2"),
+                lines(&["6.6.6.6, 198.51.100.9, 10.0.0.1"]),
+                &trusted
+            ),
+            ip("198.51.100.9")
+        );
+        assert_eq!(
+            client_ip(ip("10.0.0.2"), lines(&[]), &trusted),
+            ip("10.0.0.2")
+        );
+        assert_eq!(
+            client_ip(ip("10.0.0.2"), lines(&["garbage, 10.0.0.1"]), &trusted),
+            ip("10.0.0.1")
+        );
+        assert_eq!(
+            client_ip(ip("10.0.0.2"), lines(&["1.1.1.1"]), &[]),
+            ip("10.0.0.2")
+        );
+    }
+
+    #[test]
+    fn every_forwarded_for_line_counts_in_order() {
+        // A load balancer that appends its own line after the client's: the client's line is
+        // left of it, so its claim is never read.
+        let trusted = [cidr("10.0.0.0/8")];
+        assert_eq!(
+            client_ip(
+                ip("10.0.0.2"),
+                lines(&["10.9.9.9", "198.51.100.9"]),
+                &trusted
+            ),
+            ip("198.51.100.9")
+        );
+        assert_eq!(
+            client_ip(
+                ip("10.0.0.2"),
+                lines(&["198.51.100.9", "10.0.0.7"]),
+                &trusted
+            ),
+            ip("198.51.100.9")
+        );
+    }
+
+    #[test]
+    fn the_origin_gets_every_line_and_the_peer() {
+        assert_eq!(
+            forwarded_for(lines(&["1.1.1.1", "2.2.2.2, 3.3.3.3"]), ip("10.0.0.2")),
+            b"1.1.1.1, 2.2.2.2, 3.3.3.3, 10.0.0.2"
+        );
+        assert_eq!(
+            forwarded_for(lines(&[]), ip("::ffff:10.0.0.2")),
+            b"10.0.0.2"
+        );
+    }
+}

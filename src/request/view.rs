@@ -1,0 +1,302 @@
+//! The request as the gate sees it: the canonical target and host, checked against the sites
+//! this proxy serves, the client address, the headers and the cookies. Built once per request
+//! by the Pingora layer; nothing else reads the raw request.
+
+use std::net::IpAddr;
+
+use crate::request::canonical::{Authority, Refusal, Target, canonical_target, request_host};
+
+/// The hosts this proxy serves: when any room names a host, only requests for the rooms' hosts
+/// and `listen.hosts` are forwarded; a request for any other host is refused (421), so that an
+/// origin serving several sites (or a default one) is never reached by a spelling the rooms do
+/// not cover.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sites {
+    /// Canonical host names (lower case, no trailing dot); empty when no room names a host.
+    hosts: Vec<String>,
+}
+
+impl Sites {
+    /// `room_hosts` are the rooms' own hosts (None: a room for every host), `others` the
+    /// `listen.hosts` list; both canonical.
+    pub fn new<'a>(
+        room_hosts: impl IntoIterator<Item = Option<&'a str>>,
+        others: &[String],
+    ) -> Self {
+        let mut hosts = Vec::new();
+        for host in room_hosts {
+            match host {
+                Some(host) => hosts.push(host.to_owned()),
+                // A room for any host: any host may be asked for.
+                None => return Self::default(),
+            }
+        }
+        if !hosts.is_empty() {
+            hosts.extend(others.iter().cloned());
+        }
+        Self { hosts }
+    }
+
+    pub fn restricted(&self) -> bool {
+        !self.hosts.is_empty()
+    }
+
+    fn check(&self, host: Option<&Authority<'_>>, needs_host: bool) -> Result<(), Refusal> {
+        match host {
+            None if needs_host || self.restricted() => Err(Refusal::MissingHost),
+            Some(host) if self.restricted() && !self.hosts.iter().any(|h| host.is_host(h)) => {
+                Err(Refusal::UnknownHost)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What a request asks for, once: the canonical target and host the gate decides on and the
+/// origin receives.
+#[derive(Debug, Clone)]
+pub struct Canonical<'a> {
+    pub target: Target<'a>,
+    pub host: Option<Authority<'a>>,
+}
+
+/// The raw parts of a request head that name what it asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct Head<'a> {
+    pub method: &'a http::Method,
+    /// The request-target as received (HTTP/1) or the `:path` (HTTP/2).
+    pub target: &'a [u8],
+    pub host_lines: &'a [&'a [u8]],
+    /// HTTP/2's `:authority`.
+    pub authority: Option<&'a [u8]>,
+    /// HTTP/1.1 and later must name a host (RFC 9112 3.2).
+    pub needs_host: bool,
+}
+
+impl<'a> Canonical<'a> {
+    /// The canonical request, or why it is refused (never forwarded).
+    pub fn read(head: Head<'a>, sites: &Sites) -> Result<Self, Refusal> {
+        let target = canonical_target(head.method, head.target)?;
+        let host = request_host(head.host_lines, head.authority, target.authority())?;
+        sites.check(host.as_ref(), head.needs_host)?;
+        Ok(Self { target, host })
+    }
+
+    pub fn into_owned(self) -> Canonical<'static> {
+        Canonical {
+            target: self.target.into_owned(),
+            host: self.host.map(Authority::into_owned),
+        }
+    }
+
+    /// The paths under `/__waitroom/` are the proxy's own.
+    pub fn reserved(&self) -> Option<Reserved> {
+        Reserved::of(self.target.match_path())
+    }
+}
+
+/// The proxy's own paths: never forwarded, whatever the method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reserved {
+    /// `GET /__waitroom/status`: the visitor's JSON status (admits it when its turn came).
+    Status,
+    /// `GET /__waitroom/events`: the status as Server-Sent Events.
+    Events,
+    /// `POST /__waitroom/leave`: give up the place or end the pass.
+    Leave,
+    /// `POST /__waitroom/turnstile`: the answer to the bot challenge.
+    Turnstile,
+    /// Anything else under the prefix: 404.
+    Unknown,
+}
+
+pub const RESERVED_PREFIX: &str = "/__waitroom/";
+
+impl Reserved {
+    fn of(path: &str) -> Option<Self> {
+        let name = path.strip_prefix(RESERVED_PREFIX)?;
+        Some(match name {
+            "status" => Reserved::Status,
+            "events" => Reserved::Events,
+            "leave" => Reserved::Leave,
+            "turnstile" => Reserved::Turnstile,
+            _ => Reserved::Unknown,
+        })
+    }
+
+    pub fn path(self) -> &'static str {
+        match self {
+            Reserved::Status => "/__waitroom/status",
+            Reserved::Events => "/__waitroom/events",
+            Reserved::Leave => "/__waitroom/leave",
+            Reserved::Turnstile => "/__waitroom/turnstile",
+            Reserved::Unknown => RESERVED_PREFIX,
+        }
+    }
+
+    /// The method each path answers; None for an unknown path.
+    pub fn method(self) -> Option<http::Method> {
+        match self {
+            Reserved::Status | Reserved::Events => Some(http::Method::GET),
+            Reserved::Leave | Reserved::Turnstile => Some(http::Method::POST),
+            Reserved::Unknown => None,
+        }
+    }
+}
+
+/// Everything the gate may look at in a request.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// The canonical host, without port (None: HTTP/1.0 without Host, hosts unrestricted).
+    pub host: Option<&'a str>,
+    /// The canonical path with every segment's `;parameters` removed.
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    /// The visitor's address (behind trusted proxies: from X-Forwarded-For).
+    pub client_ip: Option<IpAddr>,
+    pub headers: &'a http::HeaderMap,
+}
+
+impl<'a> Request<'a> {
+    pub fn new(
+        canonical: &'a Canonical<'_>,
+        headers: &'a http::HeaderMap,
+        client_ip: Option<IpAddr>,
+    ) -> Self {
+        Self {
+            host: canonical.host.as_ref().map(Authority::host),
+            path: canonical.target.match_path(),
+            query: canonical.target.query(),
+            client_ip,
+            headers,
+        }
+    }
+
+    /// The first cookie of that name, its value without surrounding quotes.
+    pub fn cookie(&self, name: &str) -> Option<&'a str> {
+        cookie_in(self.headers, name)
+    }
+
+    pub fn header(&self, name: impl http::header::AsHeaderName) -> Option<&'a str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Cloudflare's rule: JSON only for exactly `Accept: application/json`, or the query flag.
+    pub fn wants_json(&self) -> bool {
+        self.header(http::header::ACCEPT).map(str::trim) == Some("application/json")
+            || self.query.is_some_and(|q| {
+                q.split('&')
+                    .any(|kv| kv == "waitingroom_json=1" || kv == "waitingroom_json=true")
+            })
+    }
+}
+
+/// The first cookie of that name in any Cookie line (HTTP/2 clients send one line per cookie),
+/// its value without surrounding quotes.
+pub fn cookie_in<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|line| line.to_str().ok())
+        .flat_map(cookie::Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == name)
+        .and_then(|c| c.value_raw())
+        .map(|v| {
+            v.strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or(v)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head<'a>(target: &'a str, hosts: &'a [&'a [u8]]) -> Head<'a> {
+        Head {
+            method: &http::Method::GET,
+            target: target.as_bytes(),
+            host_lines: hosts,
+            authority: None,
+            needs_host: true,
+        }
+    }
+
+    #[test]
+    fn hosts_are_checked_only_when_a_room_names_one() {
+        let open = Sites::new([None, Some("shop.example")], &[]);
+        assert!(!open.restricted());
+        assert!(Canonical::read(head("/", &[b"elsewhere.example"]), &open).is_ok());
+        let sites = Sites::new([Some("shop.example")], &["static.example".to_owned()]);
+        let read = |target, host: &'static [u8]| {
+            Canonical::read(head(target, &[host]), &sites).map(|c| c.host.map(|h| h.to_string()))
+        };
+        assert_eq!(read("/", b"SHOP.example."), Ok(Some("shop.example".into())));
+        assert_eq!(
+            read("/", b"shop.example:8080"),
+            Ok(Some("shop.example:8080".into()))
+        );
+        assert_eq!(
+            read("/", b"static.example"),
+            Ok(Some("static.example".into()))
+        );
+        assert_eq!(read("/", b"other.example"), Err(Refusal::UnknownHost));
+        assert_eq!(read("/", b"shop.example:x"), Err(Refusal::InvalidPort));
+        assert_eq!(read("/", b""), Err(Refusal::MissingHost));
+        let http10 = Head {
+            needs_host: false,
+            ..head("/", &[])
+        };
+        assert_eq!(
+            Canonical::read(http10, &sites).map(|_| ()),
+            Err(Refusal::MissingHost)
+        );
+        assert!(Canonical::read(http10, &open).is_ok());
+    }
+
+    #[test]
+    fn reserved_paths_are_found_on_the_canonical_path() {
+        let sites = Sites::default();
+        let reserved = |target: &'static str| {
+            Canonical::read(head(target, &[b"h"]), &sites)
+                .ok()
+                .and_then(|c| c.reserved())
+        };
+        assert_eq!(reserved("/__waitroom/status"), Some(Reserved::Status));
+        assert_eq!(reserved("/%5F_waitroom/status"), Some(Reserved::Status));
+        assert_eq!(reserved("/x/../__waitroom/leave;a"), Some(Reserved::Leave));
+        assert_eq!(reserved("/__waitroom/nope"), Some(Reserved::Unknown));
+        assert_eq!(reserved("/__waitroom"), None);
+        assert_eq!(reserved("/drop"), None);
+    }
+
+    #[test]
+    fn cookies_are_read_from_every_line() {
+        let mut headers = http::HeaderMap::new();
+        headers.append("cookie", "a=1; waitroom=\"tok\"".parse().unwrap());
+        headers.append("cookie", "b=2".parse().unwrap());
+        let canonical = Canonical::read(head("/", &[b"h"]), &Sites::default()).unwrap();
+        let request = Request::new(&canonical, &headers, None);
+        assert_eq!(request.cookie("waitroom"), Some("tok"));
+        assert_eq!(request.cookie("b"), Some("2"));
+        assert_eq!(request.cookie("waitroomx"), None);
+    }
+
+    #[test]
+    fn json_only_for_the_exact_accept_or_the_query_flag() {
+        let wants = |accept: Option<&'static str>, target: &'static str| {
+            let mut headers = http::HeaderMap::new();
+            if let Some(accept) = accept {
+                headers.insert("accept", accept.parse().unwrap());
+            }
+            let canonical = Canonical::read(head(target, &[b"h"]), &Sites::default()).unwrap();
+            Request::new(&canonical, &headers, None).wants_json()
+        };
+        assert!(wants(Some("application/json"), "/"));
+        assert!(!wants(Some("application/json, text/html"), "/"));
+        assert!(!wants(Some("text/html"), "/"));
+        assert!(wants(None, "/?a=1&waitingroom_json=1"));
+        assert!(!wants(None, "/?waitingroom_json=0"));
+    }
+}

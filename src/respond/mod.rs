@@ -1,0 +1,310 @@
+//! Turns the gate's decisions into replies: Cloudflare's JSON, the operator's template, or the
+//! built-in pages in the visitor's language, with the ticket or pass cookie and the headers a
+//! waiting page needs (Refresh, Retry-After, Content-Language, Vary).
+
+pub mod cookies;
+pub mod custom_page;
+pub mod page;
+pub mod reply;
+pub mod status;
+
+use std::sync::Arc;
+
+use crate::clock::{SharedClock, rfc3339_ms};
+use crate::config::{QueueingMethod, RoomSettings};
+use crate::gate::{Decided, Decision, Forward, Limit, Wait, Watched};
+use crate::locale::{Locale, PageLanguage};
+use crate::request::view::{Request, Reserved};
+use crate::store::StoreError;
+use cookies::CookieJar;
+use custom_page::{CustomPage, PageVariables};
+use page::{Branding, ChallengeView, ClosedView, Countdown, ErrorView, WaitingView};
+use reply::Reply;
+use status::{Challenge, Standing, StatusBody};
+
+/// How the visitor asked to be answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Cloudflare's JSON (`Accept: application/json` or `?waitingroom_json=1`).
+    Json,
+    /// A page, in this language.
+    Page(Locale),
+}
+
+/// What the pages of one room look like and how its cookies are set.
+pub struct Responder {
+    branding: Branding,
+    /// `[page] template`: replaces the built-in waiting and closed pages.
+    custom_page: Option<Arc<CustomPage>>,
+    cookies: CookieJar,
+    /// `[turnstile]`: the widget and what an app needs to show it.
+    challenge: Option<Challenge>,
+    clock: SharedClock,
+}
+
+impl Responder {
+    pub fn new(
+        branding: Branding,
+        custom_page: Option<Arc<CustomPage>>,
+        cookies: CookieJar,
+        challenge: Option<Challenge>,
+        clock: SharedClock,
+    ) -> Self {
+        Self {
+            branding,
+            custom_page,
+            cookies,
+            challenge,
+            clock,
+        }
+    }
+
+    pub fn branding(&self) -> &Branding {
+        &self.branding
+    }
+
+    pub fn format(&self, req: &Request<'_>) -> Format {
+        if req.wants_json() {
+            Format::Json
+        } else {
+            let accept_language = req.header(http::header::ACCEPT_LANGUAGE);
+            Format::Page(self.branding.language.locale_for(accept_language))
+        }
+    }
+
+    /// Set-Cookie for the origin's answer to a forwarded request: the new or renewed pass.
+    pub fn pass_cookie(&self, forward: &Forward) -> Option<String> {
+        self.cookies.pass(forward.pass.as_ref()?)
+    }
+
+    /// A Set-Cookie value that deletes the visitor's cookie.
+    pub fn clearing_cookie(&self) -> String {
+        self.cookies.clearing()
+    }
+
+    /// The answer to a decision that does not forward; None for a forward.
+    pub fn reply(&self, decided: &Decided, format: Format) -> Option<Reply> {
+        let settings = &decided.settings;
+        Some(match &decided.decision {
+            Decision::Forward(_) => return None,
+            Decision::Wait(wait) => self.waiting(settings, wait, format),
+            Decision::Closed => self.closed(settings, format),
+            Decision::Challenge { queued, estimate } => {
+                self.challenge(settings, *queued, *estimate, format)
+            }
+            Decision::Limited {
+                retry_after_secs,
+                limit,
+            } => self.limited(*retry_after_secs, *limit, format),
+        })
+    }
+
+    /// The JSON status (`/__waitroom/status`, the answer to the challenge): the decision's own
+    /// JSON, or "admitted" with the pass cookie.
+    pub fn status(&self, decided: &Decided) -> Reply {
+        match &decided.decision {
+            Decision::Forward(forward) => {
+                let now = self.clock.now_ms();
+                let body = StatusBody::new(&decided.settings, Standing::Admitted, now);
+                let reply = Reply::json(200, &body);
+                match self.pass_cookie(forward) {
+                    Some(cookie) => reply.with_header("set-cookie", cookie),
+                    None => reply,
+                }
+            }
+            _ => self
+                .reply(decided, Format::Json)
+                .unwrap_or_else(|| Reply::text(500, "no status for this decision\n")),
+        }
+    }
+
+    /// One event of a waiting page's stream.
+    pub fn watched(&self, watched: &Watched) -> StatusBody {
+        StatusBody::new(&watched.settings, watched.shown, self.clock.now_ms())
+    }
+
+    /// `POST /__waitroom/leave`.
+    pub fn left(&self, left: Result<bool, StoreError>) -> Reply {
+        match left {
+            Ok(left) => Reply::json(200, &serde_json::json!({ "left": left }))
+                .with_header("set-cookie", self.cookies.clearing()),
+            Err(e) => Reply::json(
+                503,
+                &serde_json::json!({ "left": false, "error": e.to_string() }),
+            ),
+        }
+    }
+
+    /// A small branded error page (the origin failed, the request was refused).
+    pub fn error_page(&self, status: u16, heading: &str, message: &str) -> Reply {
+        let view = ErrorView {
+            branding: &self.branding,
+            status,
+            heading,
+            message,
+        };
+        match page::render_error(&view) {
+            Ok(html) => Reply::html(status, html),
+            Err(_) => Reply::text(status, format!("{heading}\n")),
+        }
+    }
+
+    /// A reserved path asked with the wrong method, or one that does not exist.
+    pub fn not_here(reserved: Reserved) -> Reply {
+        match reserved {
+            Reserved::Unknown => Reply::text(404, "no such waiting-room endpoint\n"),
+            _ => Reply::text(405, "method not allowed\n"),
+        }
+    }
+
+    fn waiting(&self, settings: &RoomSettings, wait: &Wait, format: Format) -> Reply {
+        let now = self.clock.now_ms();
+        let refresh = settings.refresh_interval.as_secs().max(1);
+        let standing = Standing::Waiting {
+            position: wait.position,
+            queued: wait.queued,
+            estimate: wait.estimate,
+        };
+        let body = StatusBody::new(settings, standing, now);
+        // In a pre-queue a place means nothing until the start (and a shuffled one is drawn).
+        let shown_position = match settings.queueing_method {
+            QueueingMethod::Random => None,
+            _ if settings.prequeueing() => None,
+            _ => wait.position,
+        };
+        let event = settings.event.as_ref();
+        let initial = wait.ticket.initial_position;
+        let mut reply = self.page(settings, format, &body, shown_position, |locale| {
+            page::render_waiting(&WaitingView {
+                branding: &self.branding,
+                locale,
+                room_name: &settings.name,
+                position: shown_position,
+                queued: wait.queued,
+                initial_position: (initial > 0).then_some(initial),
+                estimate: wait.estimate,
+                last_updated: rfc3339_ms(now),
+                refresh_interval_seconds: refresh,
+                status_url: Reserved::Status.path(),
+                countdown: event.filter(|_| settings.prequeueing()).map(|e| Countdown {
+                    starts_at: e.times.start_ms,
+                    now,
+                    shuffled: e.shuffle_at_event_start,
+                }),
+                heading: event.and_then(|e| e.heading.as_deref()),
+                message: event.and_then(|e| e.message.as_deref()),
+            })
+        });
+        reply = reply.with_header("refresh", refresh.to_string());
+        if wait.sign
+            && let Some(cookie) = self
+                .cookies
+                .ticket(&wait.ticket, settings.abandon_after.as_secs())
+        {
+            reply = reply.with_header("set-cookie", cookie);
+        }
+        reply
+    }
+
+    fn closed(&self, settings: &RoomSettings, format: Format) -> Reply {
+        let body = StatusBody::new(settings, Standing::Closed, self.clock.now_ms());
+        // Cloudflare renders the custom page for a reject queue too (isRejectQueue).
+        self.page(settings, format, &body, None, |locale| {
+            page::render_closed(&ClosedView {
+                branding: &self.branding,
+                locale,
+                room_name: &settings.name,
+            })
+        })
+    }
+
+    fn challenge(
+        &self,
+        settings: &RoomSettings,
+        queued: u64,
+        estimate: crate::core::estimate::WaitEstimate,
+        format: Format,
+    ) -> Reply {
+        let Some(challenge) = &self.challenge else {
+            return Reply::text(500, "no challenge configured\n");
+        };
+        let standing = Standing::Waiting {
+            position: None,
+            queued,
+            estimate,
+        };
+        let mut body = StatusBody::new(settings, standing, self.clock.now_ms());
+        body.waitroom.challenge = Some(challenge.clone());
+        self.page(settings, format, &body, None, |locale| {
+            page::render_challenge(&ChallengeView {
+                branding: &self.branding,
+                locale,
+                room_name: &settings.name,
+                widget: &challenge.widget,
+            })
+        })
+    }
+
+    /// 429 for a refused new ticket: JSON for JSON clients, else a short page that tries again
+    /// by itself (a visitor behind a busy office NAT gets in once the address has room).
+    fn limited(&self, retry_after: u64, limit: Limit, format: Format) -> Reply {
+        let (reason, message) = match limit {
+            Limit::TooFast => (
+                "rate",
+                "Many new visitors came from your network address in a short time.",
+            ),
+            Limit::TooManyLive => (
+                "live",
+                "Your network address already holds many places in line.",
+            ),
+        };
+        let reply = match format {
+            Format::Json => Reply::json(
+                429,
+                &serde_json::json!({
+                    "error": "too_many_tickets",
+                    "reason": reason,
+                    "retryAfterSeconds": retry_after,
+                }),
+            ),
+            Format::Page(_) => {
+                let message = format!("{message} This page tries again in {retry_after} seconds.");
+                self.error_page(429, "Too many visitors from your network", &message)
+                    .with_header("refresh", retry_after.to_string())
+            }
+        };
+        reply.with_header("retry-after", retry_after.to_string())
+    }
+
+    /// A waiting-room answer in the form the visitor asked for: Cloudflare's JSON, the
+    /// operator's template, or the built-in page in the visitor's language.
+    fn page(
+        &self,
+        settings: &RoomSettings,
+        format: Format,
+        body: &StatusBody,
+        shown_position: Option<u64>,
+        builtin: impl FnOnce(Locale) -> Result<String, askama::Error>,
+    ) -> Reply {
+        let status = settings.queueing_status_code;
+        let locale = match format {
+            Format::Json => return Reply::json(status, body),
+            Format::Page(locale) => locale,
+        };
+        if let Some(custom) = &self.custom_page {
+            let variables = PageVariables::new(body, shown_position, &settings.name);
+            return Reply::html(status, custom.render(&variables));
+        }
+        match builtin(locale) {
+            Ok(html) => {
+                let reply = Reply::html(status, html).with_header("content-language", locale.tag());
+                // The page's language depends on Accept-Language only when it is the visitor's.
+                match self.branding.language {
+                    PageLanguage::Auto => reply.with_header("vary", "Accept-Language"),
+                    PageLanguage::Fixed(_) => reply,
+                }
+            }
+            Err(e) => Reply::text(500, format!("cannot render the page: {e}\n")),
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! The state one room shares between its parts, each type named by who writes it: the live
+//! settings (the admin API, a reload, the settings another instance saved), the room view (the
+//! admission loop, every tick), the store's health (whoever called the store), and the waiting
+//! visitors seen polling (the gate; the loop takes them for its keep-alive batch).
+
+mod health;
+mod settings;
+mod view;
+
+pub use health::StoreHealth;
+pub use settings::LiveSettings;
+pub use view::{Beat, Pollers, Pulse, RoomView, ViewCell};
+
+use std::sync::Arc;
+
+use crate::clock::SharedClock;
+use crate::config::RoomSettings;
+use crate::service::metrics::Metrics;
+use crate::store::Store;
+
+/// One room's shared state, made once at start; each part hands on only what it needs.
+pub struct Room {
+    pub id: String,
+    pub store: Arc<dyn Store>,
+    pub clock: SharedClock,
+    pub metrics: Arc<Metrics>,
+    pub pulse: Arc<Pulse>,
+    pub settings: Arc<LiveSettings>,
+    pub view: Arc<ViewCell>,
+    pub health: Arc<StoreHealth>,
+    pub pollers: Arc<Pollers>,
+}
+
+impl Room {
+    pub fn new(
+        id: &str,
+        settings: RoomSettings,
+        store: Arc<dyn Store>,
+        clock: SharedClock,
+    ) -> Self {
+        let metrics = Arc::new(Metrics::new(id));
+        let pulse = Arc::new(Pulse::new());
+        Self {
+            id: id.to_owned(),
+            settings: Arc::new(LiveSettings::new(
+                settings,
+                clock.clone(),
+                metrics.clone(),
+                pulse.clone(),
+            )),
+            view: Arc::new(ViewCell::new(pulse.clone())),
+            health: Arc::new(StoreHealth::new(metrics.clone())),
+            pollers: Arc::new(Pollers::default()),
+            store,
+            clock,
+            metrics,
+            pulse,
+        }
+    }
+}
