@@ -16,6 +16,8 @@ pub struct Seen {
     pub requests: Vec<(String, Option<String>)>,
     /// Whether any request carried the proxy-only command header back (it must not).
     pub command_headers_in_requests: usize,
+    /// Every request as it arrived: the request line and the headers.
+    pub received: Vec<Request>,
 }
 
 #[derive(Clone)]
@@ -41,6 +43,11 @@ impl StubOrigin {
 
     pub fn requests(&self) -> Vec<(String, Option<String>)> {
         self.seen.lock().unwrap().requests.clone()
+    }
+
+    /// Every request the origin received, as it arrived.
+    pub fn received(&self) -> Vec<Request> {
+        self.seen.lock().unwrap().received.clone()
     }
 }
 
@@ -75,6 +82,7 @@ where
 
 /// One HTTP/1.1 request as the tests' servers read it: the request line, the headers (names in
 /// lower case, values trimmed) and the body.
+#[derive(Debug, Clone)]
 pub struct Request {
     pub line: String,
     pub headers: Vec<(String, String)>,
@@ -82,6 +90,11 @@ pub struct Request {
 }
 
 impl Request {
+    /// The request-target of the request line.
+    pub fn target(&self) -> &str {
+        self.line.split_whitespace().nth(1).unwrap_or("")
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -141,16 +154,19 @@ async fn serve(stream: tokio::net::TcpStream, seen: Arc<Mutex<Seen>>) -> std::io
         if request.header("cf-waiting-room-command").is_some() {
             seen.lock().unwrap().command_headers_in_requests += 1;
         }
-        seen.lock()
-            .unwrap()
-            .requests
-            .push((path.clone(), room_cookie));
+        {
+            let mut seen = seen.lock().unwrap();
+            seen.requests.push((path.clone(), room_cookie));
+            seen.received.push(request.clone());
+        }
         if path == "/slow" {
             tokio::time::sleep(Duration::from_secs(3)).await;
         }
         let text = format!("origin:{path}");
         let extra = if path.starts_with("/revoke") {
             "Cf-Waiting-Room-Command: revoke\r\n"
+        } else if path.starts_with("/cached") {
+            "Cache-Control: public, max-age=60, s-maxage=600\r\n"
         } else {
             ""
         };
