@@ -1,0 +1,222 @@
+//! The connections to Redis: one server or a cluster for the commands, and a subscribed one for
+//! the revocation feed; the time limits on every call; passwords kept out of messages.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Client, Cmd, Pipeline, ProtocolVersion, PushInfo, RedisError, RedisFuture, Value};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+use crate::store::{StoreError, StoreResult};
+
+/// A reconnection tried within one call gives up after this many attempts; the next call tries
+/// again.
+const RECONNECT_RETRIES: usize = 2;
+
+pub(super) fn unavailable(err: &RedisError) -> StoreError {
+    StoreError::Unavailable(format!("redis: {err}"))
+}
+
+/// Malformed data (a script found garbage, a key of the wrong type) is corrupt; anything else
+/// (connection, timeout, server loading or read-only) leaves the store unavailable.
+pub(super) fn map_error(script: &str, err: RedisError) -> StoreError {
+    match err.code() {
+        Some("CORRUPT") | Some("WRONGTYPE") => {
+            StoreError::Corrupt(format!("{script}: {}", err.detail().unwrap_or_default()))
+        }
+        _ => StoreError::Unavailable(format!("redis {script}: {err}")),
+    }
+}
+
+pub(super) fn timed_out(what: &str, after: Duration) -> StoreError {
+    StoreError::Unavailable(format!("redis {what}: no answer within {after:?}"))
+}
+
+/// Awaits a Redis future for at most `limit`.
+pub(super) async fn within<T>(
+    limit: Duration,
+    fut: impl Future<Output = redis::RedisResult<T>>,
+) -> StoreResult<T> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => result.map_err(|e| unavailable(&e)),
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "redis: no answer within {limit:?}"
+        ))),
+    }
+}
+
+impl StoreError {
+    fn context(self, what: &str) -> StoreError {
+        match self {
+            StoreError::Unavailable(m) => StoreError::Unavailable(format!("{what}: {m}")),
+            other => other,
+        }
+    }
+}
+
+/// One Redis server, or a cluster.
+#[derive(Clone)]
+pub(super) enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// A store's connections, subscribed to its revocations.
+pub(super) struct Connections {
+    pub(super) conn: Conn,
+    /// The subscribed connection: it reconnects (and subscribes again) when used after an
+    /// outage.
+    pub(super) feed: ConnectionManager,
+    /// What the feed receives.
+    pub(super) pushes: UnboundedReceiver<PushInfo>,
+}
+
+/// Connects to the server or cluster `url` names and subscribes to `channel`.
+pub(super) async fn connect(
+    url: &str,
+    channel: &str,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+) -> StoreResult<Connections> {
+    let nodes = cluster_nodes(url);
+    let first_node = nodes
+        .as_ref()
+        .and_then(|n| n.first())
+        .map_or(url, String::as_str);
+    let client = open_client(first_node)?;
+
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(connect_timeout))
+        .set_response_timeout(Some(command_timeout))
+        .set_number_of_retries(RECONNECT_RETRIES)
+        .set_max_delay(command_timeout / 4);
+    let conn = match &nodes {
+        Some(nodes) => {
+            let cluster = ClusterClient::builder(nodes.iter().map(String::as_str))
+                .connection_timeout(connect_timeout)
+                .response_timeout(command_timeout)
+                .retries(RECONNECT_RETRIES as u32)
+                .build()
+                .map_err(|e| {
+                    StoreError::Unavailable(format!("invalid Redis URL {}: {e}", redacted(url)))
+                })?;
+            within(connect_timeout, cluster.get_async_connection())
+                .await
+                .map(Conn::Cluster)
+        }
+        None => within(
+            connect_timeout,
+            ConnectionManager::new_with_config(client.clone(), config.clone()),
+        )
+        .await
+        .map(Conn::Single),
+    }
+    .map_err(|e| e.context(&format!("cannot connect to {}", redacted(url))))?;
+
+    // A second connection, on RESP3, receives the revocations of the other instances (in a
+    // cluster, from the first node named: PUBLISH reaches every node).
+    let info = client.get_connection_info().clone();
+    let settings = info
+        .redis_settings()
+        .clone()
+        .set_protocol(ProtocolVersion::RESP3);
+    let feed_client =
+        Client::open(info.set_redis_settings(settings)).map_err(|e| unavailable(&e))?;
+    let (tx, pushes) = unbounded_channel();
+    let feed_config = config.set_push_sender(tx).set_automatic_resubscription();
+    let mut feed = within(
+        connect_timeout,
+        ConnectionManager::new_with_config(feed_client, feed_config),
+    )
+    .await
+    .map_err(|e| e.context("cannot open the revocation feed"))?;
+    within(command_timeout, feed.subscribe(channel))
+        .await
+        .map_err(|e| e.context("cannot subscribe to revocations"))?;
+    Ok(Connections { conn, feed, pushes })
+}
+
+/// The node URLs of a `redis+cluster://` or `rediss+cluster://` URL, None for any other URL.
+fn cluster_nodes(url: &str) -> Option<Vec<String>> {
+    let (scheme, rest) = if let Some(rest) = url.strip_prefix("redis+cluster://") {
+        ("redis", rest)
+    } else {
+        ("rediss", url.strip_prefix("rediss+cluster://")?)
+    };
+    let (credentials, hosts) = match rest.rsplit_once('@') {
+        Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+        None => (String::new(), rest),
+    };
+    Some(
+        hosts
+            .split(',')
+            .map(|host| format!("{scheme}://{credentials}{}", host.trim()))
+            .collect(),
+    )
+}
+
+/// The URL without its password, for messages.
+fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://…@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+fn open_client(url: &str) -> StoreResult<Client> {
+    Client::open(url)
+        .map_err(|e| StoreError::Unavailable(format!("invalid Redis URL {}: {e}", redacted(url))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_url_names_every_node_with_the_credentials() {
+        assert_eq!(
+            cluster_nodes("rediss+cluster://u:p%40w@a:1, b:2"),
+            Some(vec![
+                "rediss://u:p%40w@a:1".into(),
+                "rediss://u:p%40w@b:2".into()
+            ])
+        );
+        assert_eq!(
+            cluster_nodes("redis+cluster://a:1"),
+            Some(vec!["redis://a:1".into()])
+        );
+        assert_eq!(cluster_nodes("redis://u:p@a:1"), None);
+    }
+}
