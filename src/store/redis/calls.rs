@@ -7,7 +7,7 @@ use std::time::Duration;
 use redis::{Script, ScriptInvocation, Value};
 
 use super::TimeSource;
-use super::conn::{Conn, map_error, timed_out};
+use super::conn::{Conn, within};
 use super::scripts::{KEY_NAMES, Reply, Scripts};
 use crate::core::room::{Limits, Pick};
 use crate::store::StoreResult;
@@ -135,10 +135,9 @@ impl Calls {
                 other => other,
             }
         };
-        let value = tokio::time::timeout(self.command_timeout, attempts)
+        let value = within(self.command_timeout, attempts)
             .await
-            .map_err(|_| timed_out(script, self.command_timeout))?
-            .map_err(|e| map_error(script, e))?;
+            .map_err(|e| e.in_script(script))?;
         let mut reply = Reply::new(script, value)?;
         let epoch = reply.string()?;
         let mut known = self.known_epoch();
@@ -154,11 +153,9 @@ impl Calls {
         let mut conn = self.conn.clone();
         // Not retried on a broken connection: a claim that ran twice would count twice, and the
         // gate treats a failed claim like a failed join anyway.
-        let value =
-            tokio::time::timeout(self.command_timeout, inv.invoke_async::<Value>(&mut conn))
-                .await
-                .map_err(|_| timed_out(SCRIPT, self.command_timeout))?
-                .map_err(|e| map_error(SCRIPT, e))?;
+        let value = within(self.command_timeout, inv.invoke_async::<Value>(&mut conn))
+            .await
+            .map_err(|e| e.in_script(SCRIPT))?;
         Reply::new(SCRIPT, value)
     }
 }

@@ -15,44 +15,46 @@ use crate::store::{StoreError, StoreResult};
 /// again.
 const RECONNECT_RETRIES: usize = 2;
 
-pub(super) fn unavailable(err: &RedisError) -> StoreError {
-    StoreError::Unavailable(format!("redis: {err}"))
+/// Why a call to Redis failed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Failure {
+    #[error(transparent)]
+    Redis(#[from] RedisError),
+    #[error("no answer within {0:?}")]
+    TimedOut(Duration),
 }
 
-/// Malformed data (a script found garbage, a key of the wrong type) is corrupt; anything else
-/// (connection, timeout, server loading or read-only) leaves the store unavailable.
-pub(super) fn map_error(script: &str, err: RedisError) -> StoreError {
-    match err.code() {
-        Some("CORRUPT") | Some("WRONGTYPE") => {
-            StoreError::Corrupt(format!("{script}: {}", err.detail().unwrap_or_default()))
+impl Failure {
+    /// Malformed data (a script found garbage, a key of the wrong type) is corrupt; anything else
+    /// (connection, timeout, server loading or read-only) leaves the store unavailable.
+    pub(super) fn in_script(self, script: &str) -> StoreError {
+        match &self {
+            Failure::Redis(e) if matches!(e.code(), Some("CORRUPT" | "WRONGTYPE")) => {
+                StoreError::Corrupt(format!("{script}: {}", e.detail().unwrap_or_default()))
+            }
+            _ => StoreError::Unavailable(format!("redis {script}: {self}")),
         }
-        _ => StoreError::Unavailable(format!("redis {script}: {err}")),
+    }
+
+    fn context(self, what: &str) -> StoreError {
+        StoreError::Unavailable(format!("{what}: redis: {self}"))
     }
 }
 
-pub(super) fn timed_out(what: &str, after: Duration) -> StoreError {
-    StoreError::Unavailable(format!("redis {what}: no answer within {after:?}"))
+impl From<Failure> for StoreError {
+    fn from(failure: Failure) -> Self {
+        StoreError::Unavailable(format!("redis: {failure}"))
+    }
 }
 
 /// Awaits a Redis future for at most `limit`.
 pub(super) async fn within<T>(
     limit: Duration,
     fut: impl Future<Output = redis::RedisResult<T>>,
-) -> StoreResult<T> {
+) -> Result<T, Failure> {
     match tokio::time::timeout(limit, fut).await {
-        Ok(result) => result.map_err(|e| unavailable(&e)),
-        Err(_) => Err(StoreError::Unavailable(format!(
-            "redis: no answer within {limit:?}"
-        ))),
-    }
-}
-
-impl StoreError {
-    fn context(self, what: &str) -> StoreError {
-        match self {
-            StoreError::Unavailable(m) => StoreError::Unavailable(format!("{what}: {m}")),
-            other => other,
-        }
+        Ok(result) => Ok(result?),
+        Err(_) => Err(Failure::TimedOut(limit)),
     }
 }
 
@@ -108,12 +110,16 @@ pub(super) async fn connect(
     connect_timeout: Duration,
     command_timeout: Duration,
 ) -> StoreResult<Connections> {
+    let invalid = |source| StoreError::InvalidUrl {
+        url: redacted(url),
+        source,
+    };
     let nodes = cluster_nodes(url);
     let first_node = nodes
         .as_ref()
         .and_then(|n| n.first())
         .map_or(url, String::as_str);
-    let client = open_client(first_node)?;
+    let client = Client::open(first_node).map_err(invalid)?;
 
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(connect_timeout))
@@ -127,9 +133,7 @@ pub(super) async fn connect(
                 .response_timeout(command_timeout)
                 .retries(RECONNECT_RETRIES as u32)
                 .build()
-                .map_err(|e| {
-                    StoreError::Unavailable(format!("invalid Redis URL {}: {e}", redacted(url)))
-                })?;
+                .map_err(invalid)?;
             within(connect_timeout, cluster.get_async_connection())
                 .await
                 .map(Conn::Cluster)
@@ -150,8 +154,7 @@ pub(super) async fn connect(
         .redis_settings()
         .clone()
         .set_protocol(ProtocolVersion::RESP3);
-    let feed_client =
-        Client::open(info.set_redis_settings(settings)).map_err(|e| unavailable(&e))?;
+    let feed_client = Client::open(info.set_redis_settings(settings)).map_err(Failure::from)?;
     let (tx, pushes) = unbounded_channel();
     let feed_config = config.set_push_sender(tx).set_automatic_resubscription();
     let mut feed = within(
@@ -193,11 +196,6 @@ fn redacted(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
-}
-
-fn open_client(url: &str) -> StoreResult<Client> {
-    Client::open(url)
-        .map_err(|e| StoreError::Unavailable(format!("invalid Redis URL {}: {e}", redacted(url))))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 use super::calls::Calls;
-use super::conn::timed_out;
+use super::conn::Failure;
 use super::scripts::Reply;
 use crate::core::room::{Limits, Placing};
 use crate::store::{Joined, StoreError, StoreResult, TicketPlace};
@@ -57,7 +57,7 @@ impl Joins {
         let timeout = self.calls.command_timeout;
         match tokio::time::timeout(timeout, answered).await {
             Ok(joined) => joined.unwrap_or_else(|_| Err(stopped())),
-            Err(_) => Err(timed_out("join", timeout)),
+            Err(_) => Err(Failure::TimedOut(timeout).in_script("join")),
         }
     }
 }

@@ -441,7 +441,7 @@ impl Store for RedisStore {
             self.calls.command_timeout,
             redis::cmd("PING").query_async::<String>(&mut conn),
         )
-        .await
-        .map(drop)
+        .await?;
+        Ok(())
     }
 }

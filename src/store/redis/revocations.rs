@@ -99,7 +99,7 @@ impl Follower {
         )
         .await
         {
-            log::debug!("revocation feed down: {e}");
+            log::debug!("revocation feed down: redis: {e}");
         }
         let now = self.time.local_now();
         let entries: Result<Vec<(String, f64)>, _> = within(
@@ -117,7 +117,7 @@ impl Follower {
                 entries.into_iter().map(|(id, until)| (id, until as Millis)),
                 now,
             ),
-            Err(e) => log::debug!("revocations not reloaded: {e}"),
+            Err(e) => log::debug!("revocations not reloaded: redis: {e}"),
         }
     }
 }
