@@ -1,5 +1,6 @@
 //! The connections to Redis: one server or a cluster for the commands, and a subscribed one for
-//! the revocation feed; the time limits on every call; passwords kept out of messages.
+//! the revocation feed; the time limits on every call; URLs kept out of messages but for their
+//! hosts.
 
 use std::time::Duration;
 
@@ -126,25 +127,40 @@ pub(super) async fn connect(
         .set_response_timeout(Some(command_timeout))
         .set_number_of_retries(RECONNECT_RETRIES)
         .set_max_delay(command_timeout / 4);
-    let conn = match &nodes {
-        Some(nodes) => {
-            let cluster = ClusterClient::builder(nodes.iter().map(String::as_str))
+    let cluster = match &nodes {
+        Some(nodes) => Some(
+            ClusterClient::builder(nodes.iter().map(String::as_str))
                 .connection_timeout(connect_timeout)
                 .response_timeout(command_timeout)
                 .retries(RECONNECT_RETRIES as u32)
                 .build()
-                .map_err(invalid)?;
-            within(connect_timeout, cluster.get_async_connection())
-                .await
-                .map(Conn::Cluster)
-        }
-        None => within(
-            connect_timeout,
-            ConnectionManager::new_with_config(client.clone(), config.clone()),
+                .map_err(invalid)?,
+        ),
+        None => None,
+    };
+    let conn = async {
+        let mut conn = match &cluster {
+            Some(cluster) => {
+                Conn::Cluster(within(connect_timeout, cluster.get_async_connection()).await?)
+            }
+            None => Conn::Single(
+                within(
+                    connect_timeout,
+                    ConnectionManager::new_with_config(client.clone(), config.clone()),
+                )
+                .await?,
+            ),
+        };
+        // A server that asks for a password opens a connection that has none, then refuses
+        // its commands: asked here, a missing password says so at once.
+        within(
+            command_timeout,
+            redis::cmd("PING").query_async::<()>(&mut conn),
         )
-        .await
-        .map(Conn::Single),
+        .await?;
+        Ok::<_, Failure>(conn)
     }
+    .await
     .map_err(|e| e.context(&format!("cannot connect to {}", redacted(url))))?;
 
     // A second connection, on RESP3, receives the revocations of the other instances (in a
@@ -188,19 +204,56 @@ fn cluster_nodes(url: &str) -> Option<Vec<String>> {
     )
 }
 
-/// The URL without its password, for messages.
+/// The URL with neither user nor password, for messages: in the user info (`user:password@`)
+/// and in the query of a socket's URL (`?pass=`, everything after it dropped). Misspelt URLs
+/// are redacted too: whatever precedes the last `@` goes, even past a `/` or `?` that a password
+/// should have percent-encoded; a URL without a scheme keeps nothing.
 fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://…@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_owned(),
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "…".to_owned();
+    };
+    // The query first: a socket's password may hold an `@` of its own.
+    let rest = ["?pass=", "&pass="]
+        .iter()
+        .filter_map(|p| rest.find(p).map(|at| at + p.len()))
+        .min()
+        .map_or_else(|| rest.to_owned(), |end| format!("{}…", &rest[..end]));
+    match rest.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://…@{host}"),
+        None => format!("{scheme}://{rest}"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redaction_keeps_the_hosts_and_nothing_of_the_credentials() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6379/2", "redis://127.0.0.1:6379/2"),
+            ("redis://user:pw@127.0.0.1:6379", "redis://…@127.0.0.1:6379"),
+            (
+                "rediss://:pw@redis.example:6380/1",
+                "rediss://…@redis.example:6380/1",
+            ),
+            ("redis://:p%40ss@h", "redis://…@h"),
+            ("redis://:p@ss@h", "redis://…@h"),
+            ("redis://:p/s?s@h", "redis://…@h"),
+            ("redis+cluster://u:pw@a:1,b:2", "redis+cluster://…@a:1,b:2"),
+            (
+                "redis+unix:///run/redis.sock?db=1&pass=pw",
+                "redis+unix:///run/redis.sock?db=1&pass=…",
+            ),
+            (
+                "unix:///s.sock?pass=p@w&user=u&db=1",
+                "unix:///s.sock?pass=…",
+            ),
+            ("user:pw@host:6379", "…"),
+        ] {
+            assert_eq!(redacted(url), shown, "{url}");
+        }
+    }
 
     #[test]
     fn a_cluster_url_names_every_node_with_the_credentials() {

@@ -75,7 +75,8 @@ pub struct RedisOptions {
     /// `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS (the server's
     /// certificate is checked against the system's roots; `SSL_CERT_FILE` names other ones).
     /// A Redis Cluster (or Valkey cluster): `redis+cluster://[user:password@]host:port,host:port`
-    /// (`rediss+cluster://` for TLS), naming some of its nodes.
+    /// (`rediss+cluster://` for TLS), naming some of its nodes. A password with `@`, `:` or `/`
+    /// in it is percent-encoded (`p%40ss` for `p@ss`).
     pub url: String,
     /// Put verbatim in front of every key, e.g. `wr:`.
     pub prefix: String,
