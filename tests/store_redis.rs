@@ -1,12 +1,13 @@
 //! The Redis store through the conformance suite, each test on its own `redis-server`, plus what
 //! only a shared store has: several instances, revocations between them, losing and keeping the
-//! data across a restart, an outage.
+//! data across a restart, an outage, a password (never shown in an error or a log line).
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
 use std::future::Future;
-use std::sync::Arc;
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -631,4 +632,267 @@ async fn an_idle_address_costs_nothing_in_redis() {
         "wrtest:{idle}:ip:192.*",
     ]);
     assert_eq!(keys.trim(), ":0", "the 50 idle addresses are gone");
+}
+
+// Redis with a password: `redis://:password@`, `redis://user:password@`, percent-encoded, and no
+// password in any error or log line. The passwords are unlike any other text, so that finding one
+// means it leaked.
+const PASSWORD: &str = "requirepass-7Qx";
+const ACL_PASSWORD: &str = "acl-pass-4Zk";
+const WRONG_PASSWORD: &str = "wrong-pass-9Jm";
+/// Every password below, as written in a URL and as the server knows it.
+const SECRETS: [&str; 5] = [PASSWORD, ACL_PASSWORD, WRONG_PASSWORD, "p@ss", "p%40ss"];
+
+/// The log lines of this binary, from every test in it, that hold a password or come from the
+/// store: the first must stay empty, the second shows that lines do arrive.
+static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+struct Recorder;
+
+impl log::Log for Recorder {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+
+    fn log(&self, record: &log::Record) {
+        struct Fields<'a>(&'a mut String);
+        impl<'kvs> log::kv::VisitSource<'kvs> for Fields<'_> {
+            fn visit_pair(
+                &mut self,
+                key: log::kv::Key<'kvs>,
+                value: log::kv::Value<'kvs>,
+            ) -> Result<(), log::kv::Error> {
+                self.0.push_str(&format!(" {key}={value}"));
+                Ok(())
+            }
+        }
+        let mut line = format!("{} {}: {}", record.level(), record.target(), record.args());
+        let _ = record.key_values().visit(&mut Fields(&mut line));
+        if record.target().starts_with("waitroom::store")
+            || SECRETS.iter().any(|s| line.contains(s))
+        {
+            LOGGED.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// From now on every log line of this binary, at every level, the redis crate's included, goes
+/// through [`Recorder`].
+fn record_logs() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        log::set_logger(&Recorder).unwrap();
+        log::set_max_level(log::LevelFilter::Trace);
+    });
+}
+
+fn assert_no_password_logged() {
+    let logged = LOGGED.lock().unwrap_or_else(|p| p.into_inner());
+    let leaks: Vec<&String> = logged
+        .iter()
+        .filter(|line| SECRETS.iter().any(|s| line.contains(s)))
+        .collect();
+    assert!(leaks.is_empty(), "logged with a password: {leaks:#?}");
+}
+
+/// The error's text, checked for passwords both as shown and as debugged.
+fn redacted_error<T>(result: StoreResult<T>) -> String {
+    let Err(e) = result else {
+        panic!("expected an error");
+    };
+    for text in [e.to_string(), format!("{e:?}")] {
+        for secret in SECRETS {
+            assert!(!text.contains(secret), "{secret:?} shown in {text:?}");
+        }
+    }
+    e.to_string()
+}
+
+fn options_for(url: String, room: &str) -> RedisOptions {
+    let mut o = RedisOptions::new(url, room);
+    o.connect_timeout = Duration::from_secs(2);
+    o.command_timeout = COMMAND_TIMEOUT;
+    o
+}
+
+/// Two instances on `url` act as one room. Each has two connections, both authenticated: the
+/// store's, and the revocation feed's, subscribed while connecting.
+async fn one_room_through(url: &str, room: &str) -> (RedisStore, RedisStore) {
+    let connect = || RedisStore::connect(options_for(url.to_owned(), room));
+    let (a, b) = (connect().await.unwrap(), connect().await.unwrap());
+    a.ping().await.unwrap();
+    let l = limits(1, 100);
+    a.admit_directly("p", &l).await.unwrap().unwrap();
+    assert_eq!(b.join("w", None, &l).await.unwrap().position, 1);
+    a.end_pass("p", &l).await.unwrap();
+    let started = Instant::now();
+    while !b.is_revoked("p") {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "b still admits p"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    (a, b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_in_the_url_connects_and_reconnects_after_an_outage() {
+    record_logs();
+    let mut server = RedisServer::start_with_password(PASSWORD);
+    let url = format!("redis://:{PASSWORD}@127.0.0.1:{}", server.port());
+    let (a, b) = one_room_through(&url, "password").await;
+
+    server.kill();
+    let l = limits(1, 100);
+    redacted_error(a.poll("w", &l).await);
+    redacted_error(a.ping().await);
+    // The follower tries its connections every second: its failures are logged too.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    server.restart();
+
+    eventually(|| a.ping()).await;
+    eventually(|| a.admit_directly("q", &l)).await;
+    a.end_pass("q", &l).await.unwrap();
+    let started = Instant::now();
+    while !b.is_revoked("q") {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "b does not follow revocations after the outage"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_no_password_logged();
+    let logged = LOGGED.lock().unwrap_or_else(|p| p.into_inner());
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("revocations not reloaded")),
+        "the outage was logged: {logged:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acl_user_and_password_in_the_url_connect() {
+    record_logs();
+    let server = RedisServer::start_with_user("user", ACL_PASSWORD);
+    let at = format!("127.0.0.1:{}", server.port());
+    one_room_through(&format!("redis://user:{ACL_PASSWORD}@{at}"), "acl").await;
+
+    // The default user is off: the password alone is not enough, nor the user with another one.
+    for url in [
+        format!("redis://:{ACL_PASSWORD}@{at}"),
+        format!("redis://user:{WRONG_PASSWORD}@{at}"),
+    ] {
+        let error = redacted_error(RedisStore::connect(options_for(url, "acl")).await);
+        assert!(
+            error.contains(&format!("cannot connect to redis://…@{at}")),
+            "{error}"
+        );
+        assert!(error.contains("authentication failed"), "{error}");
+    }
+    assert_no_password_logged();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_percent_encoded_password_is_decoded() {
+    record_logs();
+    let server = RedisServer::start_with_password("p@ss");
+    one_room_through(
+        &format!("redis://:p%40ss@127.0.0.1:{}", server.port()),
+        "encoded",
+    )
+    .await;
+    let server = RedisServer::start_with_user("user", "p@ss");
+    one_room_through(
+        &format!("redis://user:p%40ss@127.0.0.1:{}", server.port()),
+        "encoded",
+    )
+    .await;
+    assert_no_password_logged();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_or_missing_password_is_a_clear_error_that_shows_no_password() {
+    record_logs();
+    let server = RedisServer::start_with_password(PASSWORD);
+    let at = format!("127.0.0.1:{}", server.port());
+    let connect = |url: String| RedisStore::connect(options_for(url, "refused"));
+
+    let error = redacted_error(connect(format!("redis://:{WRONG_PASSWORD}@{at}")).await);
+    assert!(
+        error.contains(&format!("cannot connect to redis://…@{at}"))
+            && error.contains("authentication failed"),
+        "{error}"
+    );
+    let error = redacted_error(connect(format!("redis://{at}")).await);
+    assert!(
+        error.contains(&format!("cannot connect to redis://{at}")) && error.contains("NOAUTH"),
+        "{error}"
+    );
+
+    // Nothing listening, a listener that never answers, a socket that is not there, a URL that
+    // does not parse: each names where it went, without the password.
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_at = closed.local_addr().unwrap();
+    drop(closed);
+    let error = redacted_error(connect(format!("redis://:{PASSWORD}@{closed_at}")).await);
+    assert!(error.contains(&format!("redis://…@{closed_at}")), "{error}");
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_at = silent.local_addr().unwrap();
+    let error = redacted_error(connect(format!("redis://user:{PASSWORD}@{silent_at}")).await);
+    assert!(error.contains(&format!("redis://…@{silent_at}")), "{error}");
+    drop(silent);
+    let error = redacted_error(
+        connect(format!(
+            "redis+unix:///nonexistent/redis.sock?pass={PASSWORD}"
+        ))
+        .await,
+    );
+    assert!(
+        error.contains("redis+unix:///nonexistent/redis.sock?pass=…"),
+        "{error}"
+    );
+    for url in [
+        format!("redis://:{PASSWORD}@127.0.0.1:port"),
+        format!("redis+cluster://:{PASSWORD}@127.0.0.1:1,127.0.0.1:port"),
+        format!("redis://:{PASSWORD}@[::1"),
+    ] {
+        let result = connect(url).await;
+        assert!(
+            matches!(result, Err(StoreError::InvalidUrl { .. })),
+            "{:?}",
+            result.as_ref().err()
+        );
+        redacted_error(result);
+    }
+    assert_no_password_logged();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cluster_with_a_password() {
+    record_logs();
+    let cluster = RedisCluster::start_with_password(3, PASSWORD);
+    one_room_through(
+        &format!("redis+cluster://:{PASSWORD}@{}", cluster.hosts()),
+        "cluster",
+    )
+    .await;
+    let error = redacted_error(
+        RedisStore::connect(options_for(
+            format!("redis+cluster://:{WRONG_PASSWORD}@{}", cluster.hosts()),
+            "cluster",
+        ))
+        .await,
+    );
+    assert!(
+        error.contains(&format!(
+            "cannot connect to redis+cluster://…@{}",
+            cluster.hosts()
+        )),
+        "{error}"
+    );
+    assert_no_password_logged();
 }

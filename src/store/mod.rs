@@ -20,6 +20,14 @@ pub enum StoreError {
     NotLeader(u64),
     #[error("store returned malformed data: {0}")]
     Corrupt(String),
+    /// Unlike `Unavailable`, no retry helps: the URL itself is wrong. The message repeats the
+    /// cause, as the logs print no chain of sources.
+    #[error("invalid Redis URL {url}: {source}")]
+    InvalidUrl {
+        /// Without its password.
+        url: String,
+        source: ::redis::RedisError,
+    },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

@@ -15,13 +15,73 @@ pub struct RedisServer {
     tls: Option<(PathBuf, PathBuf, PathBuf)>,
     /// A node of a Redis Cluster.
     cluster: bool,
+    access: Access,
     child: Option<Child>,
+}
+
+/// Who may use a server.
+#[derive(Clone)]
+enum Access {
+    Anyone,
+    /// `--requirepass`: the default user's password.
+    Password(String),
+    /// An ACL user allowed everything; the default user is off.
+    User {
+        name: String,
+        password: String,
+    },
+}
+
+impl Access {
+    fn server_args(&self) -> Vec<String> {
+        match self {
+            Access::Anyone => Vec::new(),
+            Access::Password(password) => vec!["--requirepass".into(), password.clone()],
+            Access::User { name, password } => [
+                "--user",
+                "default",
+                "off",
+                "--user",
+                name,
+                "on",
+                &format!(">{password}"),
+                "~*",
+                "&*",
+                "+@all",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+
+    /// The AUTH command the tests' own connections start with.
+    fn auth(&self) -> Option<Vec<&str>> {
+        match self {
+            Access::Anyone => None,
+            Access::Password(password) => Some(vec!["AUTH", password]),
+            Access::User { name, password } => Some(vec!["AUTH", name, password]),
+        }
+    }
 }
 
 impl RedisServer {
     /// A server without persistence: a restart loses everything.
     pub fn start() -> Self {
         Self::launch(None, None)
+    }
+
+    /// A server that asks every client for this password (`--requirepass`).
+    pub fn start_with_password(password: &str) -> Self {
+        Self::launch_with(None, None, Access::Password(password.into()))
+    }
+
+    /// A server with one ACL user, allowed everything, and no default user.
+    pub fn start_with_user(name: &str, password: &str) -> Self {
+        let access = Access::User {
+            name: name.into(),
+            password: password.into(),
+        };
+        Self::launch_with(None, None, access)
     }
 
     /// A server that writes every change to an append-only file: a restart keeps the data.
@@ -35,6 +95,14 @@ impl RedisServer {
     }
 
     fn launch(dir: Option<tempfile::TempDir>, tls: Option<(PathBuf, PathBuf, PathBuf)>) -> Self {
+        Self::launch_with(dir, tls, Access::Anyone)
+    }
+
+    fn launch_with(
+        dir: Option<tempfile::TempDir>,
+        tls: Option<(PathBuf, PathBuf, PathBuf)>,
+        access: Access,
+    ) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -44,6 +112,7 @@ impl RedisServer {
             dir,
             tls,
             cluster: false,
+            access,
             child: None,
         };
         server.spawn();
@@ -100,6 +169,7 @@ impl RedisServer {
                 cmd.args(["--appendonly", "no"]);
             }
         }
+        cmd.args(self.access.server_args());
         if self.cluster {
             cmd.args([
                 "--cluster-enabled",
@@ -147,11 +217,20 @@ impl RedisServer {
             return true;
         }
         let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut request = self.access.auth().map(|a| resp(&a)).unwrap_or_default();
+        request.push_str(&resp(&["PING"]));
+        let mut answer = Vec::new();
         let mut buf = [0u8; 64];
-        stream.write_all(b"PING\r\n").is_ok()
-            && stream
-                .read(&mut buf)
-                .is_ok_and(|n| buf[..n].starts_with(b"+PONG"))
+        stream.write_all(request.as_bytes()).is_ok()
+            && loop {
+                match stream.read(&mut buf) {
+                    Ok(n) if n > 0 => answer.extend_from_slice(&buf[..n]),
+                    _ => break false,
+                }
+                if answer.ends_with(b"+PONG\r\n") {
+                    break true;
+                }
+            }
     }
 
     /// Runs one command on the server and returns its raw answer (tests' own checks).
@@ -160,11 +239,15 @@ impl RedisServer {
         stream
             .set_read_timeout(Some(Duration::from_secs(5)))
             .expect("timeout set");
-        let mut request = format!("*{}\r\n", args.len());
-        for a in args {
-            request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        if let Some(auth) = self.access.auth() {
+            stream.write_all(resp(&auth).as_bytes()).expect("AUTH sent");
+            let mut ok = [0u8; 5];
+            stream.read_exact(&mut ok).expect("AUTH answered");
+            assert_eq!(&ok, b"+OK\r\n", "AUTH refused");
         }
-        stream.write_all(request.as_bytes()).expect("request sent");
+        stream
+            .write_all(resp(args).as_bytes())
+            .expect("request sent");
         let mut answer = Vec::new();
         let mut buf = [0u8; 65536];
         loop {
@@ -200,6 +283,15 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start(n: usize) -> Self {
+        Self::launch(n, Access::Anyone)
+    }
+
+    /// Every node asks for this password (`--requirepass`).
+    pub fn start_with_password(n: usize, password: &str) -> Self {
+        Self::launch(n, Access::Password(password.into()))
+    }
+
+    fn launch(n: usize, access: Access) -> Self {
         let nodes: Vec<RedisServer> = (0..n)
             .map(|_| {
                 let mut node = RedisServer {
@@ -207,6 +299,7 @@ impl RedisCluster {
                     dir: Some(tempfile::tempdir().expect("temp dir")),
                     tls: None,
                     cluster: true,
+                    access: access.clone(),
                     child: None,
                 };
                 node.port = TcpListener::bind("127.0.0.1:0")
@@ -245,13 +338,27 @@ impl RedisCluster {
 
     /// `redis+cluster://` naming every node.
     pub fn url(&self) -> String {
+        format!("redis+cluster://{}", self.hosts())
+    }
+
+    /// `host:port,host:port…` of every node.
+    pub fn hosts(&self) -> String {
         let hosts: Vec<String> = self
             .nodes
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port))
             .collect();
-        format!("redis+cluster://{}", hosts.join(","))
+        hosts.join(",")
     }
+}
+
+/// A command in RESP.
+fn resp(args: &[&str]) -> String {
+    let mut request = format!("*{}\r\n", args.len());
+    for a in args {
+        request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    request
 }
 
 /// Whether a RESP answer of a simple kind (status, error, integer, one bulk string) is whole.

@@ -1,0 +1,273 @@
+//! The connections to Redis: one server or a cluster for the commands, and a subscribed one for
+//! the revocation feed; the time limits on every call; URLs kept out of messages but for their
+//! hosts.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Client, Cmd, Pipeline, ProtocolVersion, PushInfo, RedisError, RedisFuture, Value};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+use crate::store::{StoreError, StoreResult};
+
+/// A reconnection tried within one call gives up after this many attempts; the next call tries
+/// again.
+const RECONNECT_RETRIES: usize = 2;
+
+/// Why a call to Redis failed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Failure {
+    #[error(transparent)]
+    Redis(#[from] RedisError),
+    #[error("no answer within {0:?}")]
+    TimedOut(Duration),
+}
+
+impl Failure {
+    /// Malformed data (a script found garbage, a key of the wrong type) is corrupt; anything else
+    /// (connection, timeout, server loading or read-only) leaves the store unavailable.
+    pub(super) fn in_script(self, script: &str) -> StoreError {
+        match &self {
+            Failure::Redis(e) if matches!(e.code(), Some("CORRUPT" | "WRONGTYPE")) => {
+                StoreError::Corrupt(format!("{script}: {}", e.detail().unwrap_or_default()))
+            }
+            _ => StoreError::Unavailable(format!("redis {script}: {self}")),
+        }
+    }
+
+    fn context(self, what: &str) -> StoreError {
+        StoreError::Unavailable(format!("{what}: redis: {self}"))
+    }
+}
+
+impl From<Failure> for StoreError {
+    fn from(failure: Failure) -> Self {
+        StoreError::Unavailable(format!("redis: {failure}"))
+    }
+}
+
+/// Awaits a Redis future for at most `limit`.
+pub(super) async fn within<T>(
+    limit: Duration,
+    fut: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<T, Failure> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(Failure::TimedOut(limit)),
+    }
+}
+
+/// One Redis server, or a cluster.
+#[derive(Clone)]
+pub(super) enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// A store's connections, subscribed to its revocations.
+pub(super) struct Connections {
+    pub(super) conn: Conn,
+    /// The subscribed connection: it reconnects (and subscribes again) when used after an
+    /// outage.
+    pub(super) feed: ConnectionManager,
+    /// What the feed receives.
+    pub(super) pushes: UnboundedReceiver<PushInfo>,
+}
+
+/// Connects to the server or cluster `url` names and subscribes to `channel`.
+pub(super) async fn connect(
+    url: &str,
+    channel: &str,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+) -> StoreResult<Connections> {
+    let invalid = |source| StoreError::InvalidUrl {
+        url: redacted(url),
+        source,
+    };
+    let nodes = cluster_nodes(url);
+    let first_node = nodes
+        .as_ref()
+        .and_then(|n| n.first())
+        .map_or(url, String::as_str);
+    let client = Client::open(first_node).map_err(invalid)?;
+
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(connect_timeout))
+        .set_response_timeout(Some(command_timeout))
+        .set_number_of_retries(RECONNECT_RETRIES)
+        .set_max_delay(command_timeout / 4);
+    let cluster = match &nodes {
+        Some(nodes) => Some(
+            ClusterClient::builder(nodes.iter().map(String::as_str))
+                .connection_timeout(connect_timeout)
+                .response_timeout(command_timeout)
+                .retries(RECONNECT_RETRIES as u32)
+                .build()
+                .map_err(invalid)?,
+        ),
+        None => None,
+    };
+    let conn = async {
+        let mut conn = match &cluster {
+            Some(cluster) => {
+                Conn::Cluster(within(connect_timeout, cluster.get_async_connection()).await?)
+            }
+            None => Conn::Single(
+                within(
+                    connect_timeout,
+                    ConnectionManager::new_with_config(client.clone(), config.clone()),
+                )
+                .await?,
+            ),
+        };
+        // A server that asks for a password opens a connection that has none, then refuses
+        // its commands: asked here, a missing password says so at once.
+        within(
+            command_timeout,
+            redis::cmd("PING").query_async::<()>(&mut conn),
+        )
+        .await?;
+        Ok::<_, Failure>(conn)
+    }
+    .await
+    .map_err(|e| e.context(&format!("cannot connect to {}", redacted(url))))?;
+
+    // A second connection, on RESP3, receives the revocations of the other instances (in a
+    // cluster, from the first node named: PUBLISH reaches every node).
+    let info = client.get_connection_info().clone();
+    let settings = info
+        .redis_settings()
+        .clone()
+        .set_protocol(ProtocolVersion::RESP3);
+    let feed_client = Client::open(info.set_redis_settings(settings)).map_err(Failure::from)?;
+    let (tx, pushes) = unbounded_channel();
+    let feed_config = config.set_push_sender(tx).set_automatic_resubscription();
+    let mut feed = within(
+        connect_timeout,
+        ConnectionManager::new_with_config(feed_client, feed_config),
+    )
+    .await
+    .map_err(|e| e.context("cannot open the revocation feed"))?;
+    within(command_timeout, feed.subscribe(channel))
+        .await
+        .map_err(|e| e.context("cannot subscribe to revocations"))?;
+    Ok(Connections { conn, feed, pushes })
+}
+
+/// The node URLs of a `redis+cluster://` or `rediss+cluster://` URL, None for any other URL.
+fn cluster_nodes(url: &str) -> Option<Vec<String>> {
+    let (scheme, rest) = if let Some(rest) = url.strip_prefix("redis+cluster://") {
+        ("redis", rest)
+    } else {
+        ("rediss", url.strip_prefix("rediss+cluster://")?)
+    };
+    let (credentials, hosts) = match rest.rsplit_once('@') {
+        Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+        None => (String::new(), rest),
+    };
+    Some(
+        hosts
+            .split(',')
+            .map(|host| format!("{scheme}://{credentials}{}", host.trim()))
+            .collect(),
+    )
+}
+
+/// The URL with neither user nor password, for messages: in the user info (`user:password@`)
+/// and in the query of a socket's URL (`?pass=`, everything after it dropped). Misspelt URLs
+/// are redacted too: whatever precedes the last `@` goes, even past a `/` or `?` that a password
+/// should have percent-encoded; a URL without a scheme keeps nothing.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "…".to_owned();
+    };
+    // The query first: a socket's password may hold an `@` of its own.
+    let rest = ["?pass=", "&pass="]
+        .iter()
+        .filter_map(|p| rest.find(p).map(|at| at + p.len()))
+        .min()
+        .map_or_else(|| rest.to_owned(), |end| format!("{}…", &rest[..end]));
+    match rest.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://…@{host}"),
+        None => format!("{scheme}://{rest}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_keeps_the_hosts_and_nothing_of_the_credentials() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6379/2", "redis://127.0.0.1:6379/2"),
+            ("redis://user:pw@127.0.0.1:6379", "redis://…@127.0.0.1:6379"),
+            (
+                "rediss://:pw@redis.example:6380/1",
+                "rediss://…@redis.example:6380/1",
+            ),
+            ("redis://:p%40ss@h", "redis://…@h"),
+            ("redis://:p@ss@h", "redis://…@h"),
+            ("redis://:p/s?s@h", "redis://…@h"),
+            ("redis+cluster://u:pw@a:1,b:2", "redis+cluster://…@a:1,b:2"),
+            (
+                "redis+unix:///run/redis.sock?db=1&pass=pw",
+                "redis+unix:///run/redis.sock?db=1&pass=…",
+            ),
+            (
+                "unix:///s.sock?pass=p@w&user=u&db=1",
+                "unix:///s.sock?pass=…",
+            ),
+            ("user:pw@host:6379", "…"),
+        ] {
+            assert_eq!(redacted(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_cluster_url_names_every_node_with_the_credentials() {
+        assert_eq!(
+            cluster_nodes("rediss+cluster://u:p%40w@a:1, b:2"),
+            Some(vec![
+                "rediss://u:p%40w@a:1".into(),
+                "rediss://u:p%40w@b:2".into()
+            ])
+        );
+        assert_eq!(
+            cluster_nodes("redis+cluster://a:1"),
+            Some(vec!["redis://a:1".into()])
+        );
+        assert_eq!(cluster_nodes("redis://u:p@a:1"), None);
+    }
+}

@@ -1,0 +1,448 @@
+//! The Redis store: the room's state in Redis, so that many instances act as one room. Each step
+//! of the pure model (src/core/room.rs) is one Lua script (src/store/lua/), run atomically by
+//! Redis; the scripts follow the model rule for rule and pass the same conformance suite.
+//!
+//! Every key of a room lives under `{prefix}{room}:` with the room in braces, e.g.
+//! `wr:{shop}:queue`, so they share one Cluster hash slot; every script gets the keys it touches
+//! in KEYS: the room's twelve, then the heartbeat shards (`…:beats:<n>`) of the visitors at hand.
+//! Time comes from Redis `TIME` inside each script (or from a test clock), so the clocks of the
+//! proxy hosts don't matter.
+//!
+//! Revocations are answered locally: each instance keeps the ended passes in memory, fed by its
+//! own `end_pass`, by a pub/sub channel every instance publishes its revocations on, and by a
+//! reload of the revoked set every second, which covers anything missed while disconnected.
+//!
+//! Loss of the data (a restart without persistence, a failover to an empty replica) is detected
+//! through the epoch: a script that finds no epoch, or another epoch than the one this instance
+//! saw, marks the loss; admissions then pause for a session length, so that passes still alive
+//! register again through `touch_pass` before the room is filled anew.
+
+mod calls;
+mod conn;
+mod joins;
+mod revocations;
+mod scripts;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio::task::AbortHandle;
+
+use crate::clock::{Clock, Millis, SharedClock, SystemClock};
+use crate::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS, RETAIN_LIVE_MS};
+use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use crate::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
+
+use calls::{Calls, SWEEP_SHARDS_PER_ROUND, beat_shard};
+use conn::{Connections, within};
+use joins::Joins;
+use revocations::{Follower, Revocations};
+use scripts::corrupt;
+
+/// Where the scripts take the time from.
+#[derive(Clone)]
+pub enum TimeSource {
+    /// Redis `TIME`, read inside each script: one clock for every instance.
+    Server,
+    /// A clock of this process (tests drive a manual one).
+    Clock(SharedClock),
+}
+
+impl TimeSource {
+    /// This process's idea of now, for what is decided locally (revocations).
+    fn local_now(&self) -> Millis {
+        match self {
+            TimeSource::Server => SystemClock.now_ms(),
+            TimeSource::Clock(clock) => clock.now_ms(),
+        }
+    }
+
+    /// The time argument of a script: -1 has it read Redis `TIME`.
+    fn script_now(&self) -> Millis {
+        match self {
+            TimeSource::Server => -1,
+            TimeSource::Clock(clock) => clock.now_ms(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct RedisOptions {
+    /// `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS (the server's
+    /// certificate is checked against the system's roots; `SSL_CERT_FILE` names other ones).
+    /// A Redis Cluster (or Valkey cluster): `redis+cluster://[user:password@]host:port,host:port`
+    /// (`rediss+cluster://` for TLS), naming some of its nodes. A password with `@`, `:` or `/`
+    /// in it is percent-encoded (`p%40ss` for `p@ss`).
+    pub url: String,
+    /// Put verbatim in front of every key, e.g. `wr:`.
+    pub prefix: String,
+    /// The room's name: the hash tag of its keys, so it may not contain braces.
+    pub room: String,
+    pub connect_timeout: Duration,
+    /// Bounds every call to Redis, reconnection included.
+    pub command_timeout: Duration,
+    pub time: TimeSource,
+    /// Drives random picks.
+    pub seed: u64,
+}
+
+impl RedisOptions {
+    /// Production defaults: prefix `wr:`, Redis time, 5 s to connect, 1 s per command.
+    pub fn new(url: impl Into<String>, room: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            prefix: "wr:".into(),
+            room: room.into(),
+            connect_timeout: Duration::from_secs(5),
+            command_timeout: Duration::from_secs(1),
+            time: TimeSource::Server,
+            seed: rand::random(),
+        }
+    }
+}
+
+pub struct RedisStore {
+    calls: Arc<Calls>,
+    joins: Joins,
+    /// The pub/sub channel revocations are announced on.
+    channel: String,
+    rng: Mutex<StdRng>,
+    revoked: Arc<Revocations>,
+    /// The revocation feed and the join sender.
+    tasks: [AbortHandle; 2],
+    /// The per-address records are `{ip_prefix}<address>`, in the room's hash slot.
+    ip_prefix: String,
+    queue_key: String,
+}
+
+impl Drop for RedisStore {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl RedisStore {
+    /// Connects, subscribes to the room's revocations and starts following them on the current
+    /// tokio runtime: create the store on the runtime that will use it (its connections fail once
+    /// that runtime is gone).
+    pub async fn connect(options: RedisOptions) -> StoreResult<Self> {
+        let RedisOptions {
+            url,
+            prefix,
+            room,
+            connect_timeout,
+            command_timeout,
+            time,
+            seed,
+        } = options;
+        if room.contains(['{', '}']) {
+            return Err(StoreError::Unavailable(format!(
+                "room name {room:?} may not contain braces: it is the hash tag of the room's keys"
+            )));
+        }
+        let base = format!("{prefix}{{{room}}}:");
+        let revoked_key = format!("{base}revoked");
+        let channel = revoked_key.clone();
+        let Connections { conn, feed, pushes } =
+            conn::connect(&url, &channel, connect_timeout, command_timeout).await?;
+
+        let mut probe = conn.clone();
+        let epoch: Option<String> = within(
+            command_timeout,
+            redis::cmd("HGET")
+                .arg(format!("{base}epoch"))
+                .arg("id")
+                .query_async(&mut probe),
+        )
+        .await?;
+
+        let revoked = Arc::new(Revocations::default());
+        let follower = Follower {
+            feed,
+            conn: conn.clone(),
+            pushes,
+            revoked: revoked.clone(),
+            key: revoked_key,
+            time: time.clone(),
+            command_timeout,
+        };
+        let feed = tokio::spawn(follower.run()).abort_handle();
+
+        let calls = Arc::new(Calls::new(
+            conn,
+            &base,
+            time,
+            command_timeout,
+            epoch.unwrap_or_default(),
+        ));
+        let (joins, sender) = Joins::start(calls.clone());
+
+        Ok(Self {
+            calls,
+            joins,
+            channel,
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            revoked,
+            tasks: [feed, sender],
+            ip_prefix: format!("{base}ip:"),
+            queue_key: format!("{base}queue"),
+        })
+    }
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn admit_directly(&self, id: &str, limits: &Limits) -> StoreResult<Option<Millis>> {
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.admit_directly, Some(limits));
+        inv.arg(id);
+        let (mut r, _) = self.calls.call("admit_directly", &inv).await?;
+        Ok(if r.flag()? { Some(r.int()?) } else { None })
+    }
+
+    async fn admit_unconditionally(&self, id: &str, limits: &Limits) -> StoreResult<Millis> {
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.admit_unconditionally, Some(limits));
+        inv.arg(id);
+        let (mut r, _) = self.calls.call("admit_unconditionally", &inv).await?;
+        r.int()
+    }
+
+    async fn join(
+        &self,
+        id: &str,
+        ticket: Option<&TicketPlace>,
+        limits: &Limits,
+    ) -> StoreResult<Joined> {
+        self.joins.join(id, ticket, limits).await
+    }
+
+    async fn poll(&self, id: &str, limits: &Limits) -> StoreResult<PollOutcome> {
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.poll, Some(limits));
+        inv.key(self.calls.beat_key(id)).arg(id);
+        let (mut r, _) = self.calls.call("poll", &inv).await?;
+        Ok(match r.int()? {
+            0 => PollOutcome::Unknown,
+            1 => PollOutcome::Waiting {
+                position: r.count()?,
+                queued: r.count()?,
+            },
+            2 => {
+                let expires_at = r.int()?;
+                let claimed_now = r.flag()?;
+                let called_at = r.int()?;
+                PollOutcome::Admitted {
+                    expires_at,
+                    called_at: claimed_now.then_some(called_at),
+                }
+            }
+            n => return Err(corrupt("poll", format!("outcome {n}"))),
+        })
+    }
+
+    async fn touch_pass(
+        &self,
+        id: &str,
+        pass_epoch: &str,
+        limits: &Limits,
+    ) -> StoreResult<Option<Millis>> {
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.touch_pass, Some(limits));
+        inv.arg(id).arg(pass_epoch);
+        let (mut r, _) = self.calls.call("touch_pass", &inv).await?;
+        Ok(if r.flag()? { Some(r.int()?) } else { None })
+    }
+
+    async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool> {
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.end_pass, Some(limits));
+        inv.arg(id).arg(&self.channel);
+        let (mut r, _) = self.calls.call("end_pass", &inv).await?;
+        let had = r.flag()?;
+        let until = r.int()?;
+        self.revoked
+            .add([(id.to_owned(), until)], self.calls.time.local_now());
+        Ok(had)
+    }
+
+    async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
+        let mut inv = self.calls.invocation(&self.calls.scripts.leave_queue, None);
+        inv.key(self.calls.beat_key(id)).arg(id);
+        let (mut r, _) = self.calls.call("leave_queue", &inv).await?;
+        r.flag()
+    }
+
+    async fn claim_ticket(
+        &self,
+        ip: &str,
+        ticket: &str,
+        limits: &IpLimits,
+    ) -> StoreResult<IpClaim> {
+        let mut inv = self.calls.scripts.claim_ticket.prepare_invoke();
+        inv.key(format!("{}{ip}", self.ip_prefix))
+            .key(&self.queue_key)
+            .arg(self.calls.time.script_now())
+            .arg(ticket)
+            .arg(limits.per_minute)
+            .arg(limits.burst)
+            .arg(limits.max_live)
+            .arg(JOIN_GRACE_MS)
+            .arg(RECHECK_EVERY_MS)
+            .arg(RETAIN_LIVE_MS);
+        let mut r = self.calls.claim(&inv).await?;
+        Ok(match r.int()? {
+            0 => IpClaim::Allowed,
+            1 => IpClaim::TooFast {
+                retry_after_ms: r.int()?,
+            },
+            2 => IpClaim::TooManyLive,
+            n => return Err(corrupt("claim_ticket", format!("outcome {n}"))),
+        })
+    }
+
+    fn is_revoked(&self, id: &str) -> bool {
+        self.revoked.contains(id, self.calls.time.local_now())
+    }
+
+    async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {
+        let seed = self
+            .rng
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .random_range(1..2_147_483_647u32);
+        // The shards to sweep go in KEYS like every key a script touches: asked for first.
+        let mut inv = self.calls.invocation(&self.calls.scripts.due_beats, None);
+        inv.arg(SWEEP_SHARDS_PER_ROUND);
+        let (due, _) = self.calls.call("due_beats", &inv).await?;
+        let due = due.rest_strings()?;
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.admission_round, Some(limits));
+        for shard in &due {
+            if !self.calls.is_beat_key(shard) {
+                return Err(corrupt(
+                    "due_beats",
+                    format!("{shard:?} for a heartbeat shard"),
+                ));
+            }
+            inv.key(shard);
+        }
+        inv.arg(fence).arg(seed);
+        let (mut r, _) = self.calls.call("admission_round", &inv).await?;
+        if !r.flag()? {
+            return Err(StoreError::NotLeader(fence));
+        }
+        Ok(RoundReport {
+            called: r.count()?,
+            expired: r.count()?,
+            abandoned: r.count()?,
+            no_shows: r.count()?,
+        })
+    }
+
+    async fn counts(&self) -> StoreResult<RoomCounts> {
+        let inv = self.calls.invocation(&self.calls.scripts.counts, None);
+        let (mut r, _) = self.calls.call("counts", &inv).await?;
+        Ok(RoomCounts {
+            passes: r.count()?,
+            called: r.count()?,
+            queued: r.count()?,
+            admitted_total: r.count()?,
+            admitted_last_minute: r.count()?,
+            abandoned_total: r.count()?,
+            expired_total: r.count()?,
+            revoked_total: r.count()?,
+            no_show_total: r.count()?,
+        })
+    }
+
+    async fn lead(&self, instance: &str, ttl_ms: Millis) -> StoreResult<Option<u64>> {
+        let mut inv = self.calls.invocation(&self.calls.scripts.lead, None);
+        inv.arg(instance).arg(ttl_ms);
+        let (mut r, _) = self.calls.call("lead", &inv).await?;
+        Ok(if r.flag()? { Some(r.count()?) } else { None })
+    }
+
+    async fn resign(&self, instance: &str) -> StoreResult<()> {
+        let mut inv = self.calls.invocation(&self.calls.scripts.resign, None);
+        inv.arg(instance);
+        self.calls.call("resign", &inv).await.map(drop)
+    }
+
+    async fn leader(&self) -> StoreResult<Option<String>> {
+        let inv = self.calls.invocation(&self.calls.scripts.leader, None);
+        let (mut r, _) = self.calls.call("leader", &inv).await?;
+        Ok(if r.flag()? { Some(r.string()?) } else { None })
+    }
+
+    async fn save_settings(&self, json: &str) -> StoreResult<u64> {
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.save_settings, None);
+        inv.arg(json);
+        let (mut r, _) = self.calls.call("save_settings", &inv).await?;
+        r.count()
+    }
+
+    async fn load_settings(&self) -> StoreResult<Option<SavedSettings>> {
+        let inv = self
+            .calls
+            .invocation(&self.calls.scripts.load_settings, None);
+        let (mut r, _) = self.calls.call("load_settings", &inv).await?;
+        Ok(if r.flag()? {
+            Some(SavedSettings {
+                version: r.count()?,
+                json: r.string()?,
+            })
+        } else {
+            None
+        })
+    }
+
+    async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {
+        let mut by_shard: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+        for id in ids {
+            by_shard.entry(beat_shard(id)).or_default().push(id);
+        }
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.keep_alive, Some(limits));
+        for (shard, ids) in &by_shard {
+            inv.key(&self.calls.beat_keys[*shard]).arg(ids.len());
+            for id in ids {
+                inv.arg(*id);
+            }
+        }
+        let (r, _) = self.calls.call("keep_alive", &inv).await?;
+        r.rest_strings()
+    }
+
+    async fn epoch(&self) -> StoreResult<String> {
+        // Every script answers the epoch first (creating one after a loss): the cheapest serves.
+        let inv = self.calls.invocation(&self.calls.scripts.leader, None);
+        let (_, epoch) = self.calls.call("leader", &inv).await?;
+        Ok(epoch)
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        let mut conn = self.calls.conn.clone();
+        within(
+            self.calls.command_timeout,
+            redis::cmd("PING").query_async::<String>(&mut conn),
+        )
+        .await?;
+        Ok(())
+    }
+}

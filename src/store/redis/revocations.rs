@@ -1,0 +1,123 @@
+//! The ended passes each instance keeps in memory to answer `is_revoked` without a round trip,
+//! and the task that keeps them in step with the other instances.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use redis::{PushInfo, PushKind, Value};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::TimeSource;
+use super::conn::{Conn, within};
+use super::scripts::text;
+use crate::clock::Millis;
+
+/// How often the revoked set is reloaded, on top of the pub/sub feed.
+const RELOAD_REVOKED_EVERY: Duration = Duration::from_secs(1);
+
+/// Passes ended on any instance, with the time until which they are refused.
+#[derive(Default)]
+pub(super) struct Revocations {
+    until: RwLock<HashMap<String, Millis>>,
+}
+
+impl Revocations {
+    pub(super) fn contains(&self, id: &str, now: Millis) -> bool {
+        // A poisoned lock only means a panic elsewhere; the map itself is always whole.
+        let until = self.until.read().unwrap_or_else(|p| p.into_inner());
+        until.get(id).is_some_and(|u| *u > now)
+    }
+
+    pub(super) fn add(&self, entries: impl IntoIterator<Item = (String, Millis)>, now: Millis) {
+        let mut until = self.until.write().unwrap_or_else(|p| p.into_inner());
+        until.retain(|_, u| *u > now);
+        for (id, u) in entries {
+            if u > now {
+                let entry = until.entry(id).or_insert(u);
+                *entry = (*entry).max(u);
+            }
+        }
+    }
+}
+
+/// Follows the revocations of every instance: pub/sub messages as they come, and a reload of
+/// the revoked set every second, which covers what the feed missed while disconnected.
+pub(super) struct Follower {
+    /// The subscribed connection, pinged every second so that it reconnects (and subscribes
+    /// again) after an outage.
+    pub(super) feed: ConnectionManager,
+    pub(super) conn: Conn,
+    pub(super) pushes: UnboundedReceiver<PushInfo>,
+    pub(super) revoked: Arc<Revocations>,
+    /// The revoked set.
+    pub(super) key: String,
+    pub(super) time: TimeSource,
+    pub(super) command_timeout: Duration,
+}
+
+impl Follower {
+    pub(super) async fn run(mut self) {
+        let mut tick = tokio::time::interval(RELOAD_REVOKED_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                push = self.pushes.recv() => match push {
+                    Some(push) => self.take(push),
+                    None => return,
+                },
+                _ = tick.tick() => self.reload().await,
+            }
+        }
+    }
+
+    fn take(&self, push: PushInfo) {
+        if push.kind != PushKind::Message {
+            return;
+        }
+        // data: [channel, "until id"]
+        let Some(Ok(payload)) = push.data.into_iter().nth(1).map(|v| text("feed", v)) else {
+            log::warn!("malformed revocation message");
+            return;
+        };
+        match payload
+            .split_once(' ')
+            .map(|(u, id)| (u.parse::<Millis>(), id))
+        {
+            Some((Ok(until), id)) => self
+                .revoked
+                .add([(id.to_owned(), until)], self.time.local_now()),
+            _ => log::warn!("malformed revocation message {payload:?}"),
+        }
+    }
+
+    async fn reload(&mut self) {
+        if let Err(e) = within(
+            self.command_timeout,
+            redis::cmd("PING").query_async::<Value>(&mut self.feed),
+        )
+        .await
+        {
+            log::debug!("revocation feed down: redis: {e}");
+        }
+        let now = self.time.local_now();
+        let entries: Result<Vec<(String, f64)>, _> = within(
+            self.command_timeout,
+            redis::cmd("ZRANGEBYSCORE")
+                .arg(&self.key)
+                .arg(format!("({now}"))
+                .arg("+inf")
+                .arg("WITHSCORES")
+                .query_async(&mut self.conn),
+        )
+        .await;
+        match entries {
+            Ok(entries) => self.revoked.add(
+                entries.into_iter().map(|(id, until)| (id, until as Millis)),
+                now,
+            ),
+            Err(e) => log::debug!("revocations not reloaded: redis: {e}"),
+        }
+    }
+}
