@@ -51,7 +51,7 @@ impl Raw {
         self.status == 200 && self.text.contains("Test drop")
     }
 
-    fn from_origin(&self, target: &str) -> bool {
+    fn answered_by_origin(&self, target: &str) -> bool {
         self.text.ends_with(&format!("origin:{target}"))
     }
 }
@@ -191,7 +191,7 @@ async fn no_spelling_of_a_protected_path_reaches_the_origin() {
     ] {
         let answer = get(proxy.port, target, None).await;
         assert_eq!(answer.status, 200, "{target}");
-        assert!(answer.from_origin(target), "{target}");
+        assert!(answer.answered_by_origin(target), "{target}");
     }
 }
 
@@ -212,7 +212,7 @@ async fn the_room_prefix_matches_the_canonical_path() {
     }
     assert_eq!(origin_targets(&proxy), before);
     let outside = get(proxy.port, "/shop/./shoes", None).await;
-    assert!(outside.from_origin("/shop/shoes"), "{}", outside.text);
+    assert!(outside.answered_by_origin("/shop/shoes"), "{}", outside.text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,7 +345,7 @@ async fn every_forwarded_for_line_counts_and_the_origin_gets_the_peer_appended()
         ],
     )
     .await;
-    assert!(office.from_origin("/checkout"), "{}", office.text);
+    assert!(office.answered_by_origin("/checkout"), "{}", office.text);
     let received = proxy.origin.received();
     let last = received.last().unwrap();
     assert_eq!(last.header("x-forwarded-for"), Some("10.9.9.9, 127.0.0.1"));
