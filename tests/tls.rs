@@ -208,3 +208,53 @@ fn bad_tls_files_stop_the_start_naming_the_key() {
     );
     assert!(no_ca.starts_with("origin.ca_file:"), "{no_ca}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_authority_for_another_host_never_reaches_the_origin() {
+    let ca = TestCa::new();
+    let leaf = ca.leaf(&["shop.test", "other.test"], "proxy");
+    let listen = format!(
+        "certificate = \"{}\"\nkey = \"{}\"",
+        leaf.certificate.display(),
+        leaf.key.display()
+    );
+    let origin = StubOrigin::start();
+    let proxy = TestProxy::start_sections(
+        origin.addr,
+        origin,
+        Sections {
+            listen: &listen,
+            room: "host = \"shop.test\"\ntotal_active_users = 10\nnew_users_per_minute = 1000",
+            ..Sections::default()
+        },
+    );
+    let addr: SocketAddr = ([127, 0, 0, 1], proxy.port).into();
+    let h2 = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca.ca_pem.as_bytes()).unwrap()])
+        .resolve("shop.test", addr)
+        .resolve("other.test", addr)
+        .build()
+        .unwrap();
+    let other = h2
+        .get(format!("https://other.test:{}/shoes", proxy.port))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.version(), reqwest::Version::HTTP_2);
+    assert_eq!(other.status(), 421);
+    assert!(proxy.origin.received().is_empty());
+    let shop = h2
+        .get(format!("https://shop.test:{}/%73hoes", proxy.port))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(shop.status(), 200);
+    let received = proxy.origin.received();
+    let at_origin = received.last().unwrap();
+    assert_eq!(at_origin.target(), "/shoes");
+    assert_eq!(
+        at_origin.header("host"),
+        Some(format!("shop.test:{}", proxy.port).as_str()),
+        "the HTTP/1.1 origin gets the request's authority as Host"
+    );
+}
