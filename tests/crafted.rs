@@ -212,7 +212,11 @@ async fn the_room_prefix_matches_the_canonical_path() {
     }
     assert_eq!(origin_targets(&proxy), before);
     let outside = get(proxy.port, "/shop/./shoes", None).await;
-    assert!(outside.answered_by_origin("/shop/shoes"), "{}", outside.text);
+    assert!(
+        outside.answered_by_origin("/shop/shoes"),
+        "{}",
+        outside.text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

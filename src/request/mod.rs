@@ -2,6 +2,7 @@
 //! host (`canonical`), the sites this proxy serves and the request view (`view`), who the
 //! client is behind trusted proxies (`client`), and which paths a room covers (`route`).
 
+pub mod authority;
 pub mod canonical;
 pub mod client;
 pub mod route;
