@@ -164,7 +164,14 @@ fn bench(room: &str, rest: &str) -> Bench {
         down: AtomicBool::new(false),
         polls: AtomicUsize::new(0),
     });
-    let room = Room::new("r", config.room.clone(), store.clone(), clock.clone());
+    let metrics = crate::service::metrics::MetricsRegistry::new();
+    let room = Room::new(
+        "r",
+        config.room.clone(),
+        store.clone(),
+        clock.clone(),
+        &metrics,
+    );
     let gate = Gate::new(GateParts {
         route: config.route.clone(),
         settings: room.settings.clone(),

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::clock::SharedClock;
 use crate::config::RoomSettings;
-use crate::service::metrics::Metrics;
+use crate::service::metrics::MetricsRegistry;
 use crate::store::Store;
 
 /// One room's shared state, made once at start; each part hands on only what it needs.
@@ -23,7 +23,7 @@ pub struct Room {
     pub id: String,
     pub store: Arc<dyn Store>,
     pub clock: SharedClock,
-    pub metrics: Arc<Metrics>,
+    pub metrics: Arc<crate::service::metrics::Metrics>,
     pub pulse: Arc<Pulse>,
     pub settings: Arc<LiveSettings>,
     pub view: Arc<ViewCell>,
@@ -37,8 +37,9 @@ impl Room {
         settings: RoomSettings,
         store: Arc<dyn Store>,
         clock: SharedClock,
+        metrics: &MetricsRegistry,
     ) -> Self {
-        let metrics = Arc::new(Metrics::new(id));
+        let metrics = Arc::new(metrics.room(id));
         let pulse = Arc::new(Pulse::new());
         Self {
             id: id.to_owned(),

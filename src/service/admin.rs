@@ -18,7 +18,7 @@ use crate::gate::Gate;
 use crate::respond::reply::Reply;
 use crate::room::{LiveSettings, Room, StoreHealth};
 use crate::service::admission::AdmissionLoop;
-use crate::service::metrics::Metrics;
+use crate::service::metrics::MetricsRegistry;
 use crate::service::reload::{ReloadError, Reloader};
 use crate::store::Store;
 
@@ -28,7 +28,7 @@ const MAX_BODY: usize = 64 * 1024;
 pub struct AdminApp {
     room_id: String,
     store: Arc<dyn Store>,
-    metrics: Arc<Metrics>,
+    metrics: Arc<MetricsRegistry>,
     settings: Arc<LiveSettings>,
     health: Arc<StoreHealth>,
     gate: Arc<Gate>,
@@ -90,6 +90,7 @@ pub struct AdminParts {
     pub reloader: Arc<Reloader>,
     pub token: String,
     pub ready_requires_store: bool,
+    pub metrics: Arc<MetricsRegistry>,
 }
 
 impl AdminApp {
@@ -97,7 +98,7 @@ impl AdminApp {
         Self {
             room_id: room.id.clone(),
             store: room.store.clone(),
-            metrics: room.metrics.clone(),
+            metrics: parts.metrics,
             settings: room.settings.clone(),
             health: room.health.clone(),
             gate: parts.gate,

@@ -1,10 +1,10 @@
-//! Prometheus metrics, one registry per proxy (so several can run in one test process), every
-//! series labelled with the room id.
+//! Prometheus metrics: one registry per proxy (so several can run in one test process), every
+//! family labelled with the room, each room's series resolved once (`Metrics`).
 
 use crate::gate::Outcome;
 use prometheus::{
-    Encoder, Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// What became of a Turnstile token posted by the waiting page.
@@ -72,10 +72,10 @@ pub const HISTOGRAMS: &[&str] = &["waitroom_wait_seconds", "waitroom_origin_seco
 /// Every `kind` of `waitroom_upstream_errors_total`: what the proxy's `fail_to_proxy` counts
 /// (an origin that refused or dropped the connection, a failed TLS handshake, a timeout, an
 /// error status). Each series exists from the start at 0, so the first failure shows in `rate()`.
-pub const UPSTREAM_ERROR_KINDS: &[&str] = &["connect", "tls", "timeout", "status"];
+pub const UPSTREAM_ERROR_KINDS: [&str; 4] = ["connect", "tls", "timeout", "status"];
 
 /// Every `class` of `waitroom_origin_responses_total`, likewise created at 0.
-pub const ORIGIN_CLASSES: &[&str] = &["1xx", "2xx", "3xx", "4xx", "5xx"];
+pub const ORIGIN_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 
 /// The process metrics of the prometheus crate's process collector (Linux only: it reads
 /// /proc), in the same registry: memory, file descriptors, CPU time, threads.
@@ -93,8 +93,8 @@ pub const PROCESS_NAMES: &[&str] = if cfg!(target_os = "linux") {
     &[]
 };
 
+/// One room's series, resolved once from the proxy's families: no label hashing per request.
 pub struct Metrics {
-    registry: Registry,
     pub occupancy: IntGauge,
     pub capacity: IntGauge,
     pub rate_per_minute: IntGauge,
@@ -106,13 +106,12 @@ pub struct Metrics {
     pub expired: IntCounter,
     pub no_shows: IntCounter,
     pub wait_seconds: Histogram,
-    /// One counter per outcome, resolved once: no label hashing per request.
     requests: [IntCounter; 8],
     /// New tickets refused by the per-address limit: too fast, or too many in line.
     pub refused_too_fast: IntCounter,
     pub refused_too_many_live: IntCounter,
-    upstream_errors: IntCounterVec,
-    origin_responses: IntCounterVec,
+    upstream_errors: [IntCounter; 4],
+    origin_responses: [IntCounter; 5],
     pub origin_seconds: Histogram,
     pub store_errors: IntCounter,
     pub store_up: IntGauge,
@@ -134,91 +133,86 @@ fn must<T>(r: prometheus::Result<T>) -> T {
     }
 }
 
-impl Metrics {
-    pub fn new(room_id: &str) -> Self {
-        let registry = Registry::new_custom(
-            None,
-            Some(std::iter::once(("room".to_owned(), room_id.to_owned())).collect()),
-        );
-        let registry = must(registry);
+/// The proxy's registry (one per proxy, so several can run in one test process): every family
+/// labelled by room, plus the process metrics.
+pub struct MetricsRegistry {
+    registry: Registry,
+    occupancy: IntGaugeVec,
+    capacity: IntGaugeVec,
+    rate_per_minute: IntGaugeVec,
+    admitting: IntGaugeVec,
+    queue_length: IntGaugeVec,
+    admitted: IntCounterVec,
+    abandoned: IntCounterVec,
+    revoked: IntCounterVec,
+    expired: IntCounterVec,
+    no_shows: IntCounterVec,
+    wait_seconds: HistogramVec,
+    requests: IntCounterVec,
+    refused: IntCounterVec,
+    upstream_errors: IntCounterVec,
+    origin_responses: IntCounterVec,
+    origin_seconds: HistogramVec,
+    store_errors: IntCounterVec,
+    store_up: IntGaugeVec,
+    leader: IntGaugeVec,
+    prequeueing: IntGaugeVec,
+    order_inversions: IntCounterVec,
+    order_pairs: IntCounterVec,
+    order_tau: GaugeVec,
+    turnstile_verifications: IntCounterVec,
+    turnstile_parked: IntCounterVec,
+}
+
+impl Default for MetricsRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MetricsRegistry {
+    pub fn new() -> Self {
+        let registry = Registry::new();
         let gauge = |name: &str, help: &str| {
-            let g = must(IntGauge::new(name, help));
+            let g = must(IntGaugeVec::new(Opts::new(name, help), &["room"]));
             must(registry.register(Box::new(g.clone())));
             g
         };
-        let counter = |name: &str, help: &str| {
-            let c = must(IntCounter::new(name, help));
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            let c = must(IntCounterVec::new(Opts::new(name, help), labels));
             must(registry.register(Box::new(c.clone())));
             c
         };
-        let counter_vec = |name: &str, help: &str, label: &str| {
-            let c = must(IntCounterVec::new(Opts::new(name, help), &[label]));
-            must(registry.register(Box::new(c.clone())));
-            c
+        let histogram = |name: &str, help: &str, buckets: Vec<f64>| {
+            let h = must(HistogramVec::new(
+                HistogramOpts::new(name, help).buckets(buckets),
+                &["room"],
+            ));
+            must(registry.register(Box::new(h.clone())));
+            h
         };
-        let wait_seconds = must(Histogram::with_opts(
-            HistogramOpts::new(
-                "waitroom_wait_seconds",
-                "Time from ticket to admission, for visitors admitted by this instance",
-            )
-            .buckets(vec![
-                1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0,
-            ]),
-        ));
-        must(registry.register(Box::new(wait_seconds.clone())));
-        let refused = counter_vec(
-            "waitroom_tickets_refused_total",
-            "New tickets refused by the per-address limit, by reason (rate, live)",
-            "reason",
-        );
-        let origin_seconds = must(Histogram::with_opts(
-            HistogramOpts::new(
-                "waitroom_origin_seconds",
-                "Time from choosing the origin to its response header, for forwarded requests",
-            )
-            .buckets(vec![
-                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-            ]),
-        ));
-        must(registry.register(Box::new(origin_seconds.clone())));
-        let order_tau = must(Gauge::new(
-            "waitroom_order_tau",
-            "Kendall's tau between arrival and admission order over this instance's last 1000 \
-             admissions: 1 in arrival order (fifo), near 0 for a lottery or a shuffled pre-queue",
+        let order_tau = must(GaugeVec::new(
+            Opts::new(
+                "waitroom_order_tau",
+                "Kendall's tau between arrival and admission order over this instance's last \
+                 1000 admissions: 1 in arrival order (fifo), near 0 for a lottery or a shuffled \
+                 pre-queue",
+            ),
+            &["room"],
         ));
         must(registry.register(Box::new(order_tau.clone())));
         #[cfg(target_os = "linux")]
         must(registry.register(Box::new(
             prometheus::process_collector::ProcessCollector::for_self(),
         )));
-        // Labelled series that can happen are there from the start, at 0: `rate()` and
-        // `increase()` need a sample before the first error to see it.
-        let upstream_errors = counter_vec(
-            "waitroom_upstream_errors_total",
-            "Requests the origin failed (connect, tls, timeout, status)",
-            "kind",
-        );
-        for kind in UPSTREAM_ERROR_KINDS {
-            upstream_errors.with_label_values(&[*kind]);
-        }
-        let origin_responses = counter_vec(
-            "waitroom_origin_responses_total",
-            "Responses from the origin by status class (1xx, 2xx, 3xx, 4xx, 5xx)",
-            "class",
-        );
-        for class in ORIGIN_CLASSES {
-            origin_responses.with_label_values(&[*class]);
-        }
+        let room = &["room"];
         Self {
             occupancy: gauge(
                 "waitroom_occupancy",
                 "Live passes plus admissions still being claimed, room-wide",
             ),
-            capacity: gauge("waitroom_capacity", "Configured total_active_users"),
-            rate_per_minute: gauge(
-                "waitroom_rate_per_minute",
-                "Configured new_users_per_minute",
-            ),
+            capacity: gauge("waitroom_capacity", "total_active_users in effect"),
+            rate_per_minute: gauge("waitroom_rate_per_minute", "new_users_per_minute in effect"),
             admitting: gauge(
                 "waitroom_admitting",
                 "1 when the settings let new visitors in (not queue_all, reject or suspended)",
@@ -227,40 +221,66 @@ impl Metrics {
             admitted: counter(
                 "waitroom_admitted_total",
                 "Visitors let in by this instance (directly or claiming their turn)",
+                room,
             ),
             abandoned: counter(
                 "waitroom_abandoned_total",
                 "Waiting visitors dropped after they stopped polling (counted by the leader)",
+                room,
             ),
             revoked: counter(
                 "waitroom_revoked_total",
                 "Passes ended early by the origin command, leave or the admin API",
+                room,
             ),
             expired: counter(
                 "waitroom_expired_total",
                 "Passes that expired (counted by the leader)",
+                room,
             ),
             no_shows: counter(
                 "waitroom_no_shows_total",
                 "Called visitors who never claimed their admission (counted by the leader)",
+                room,
             ),
-            wait_seconds,
-            requests: {
-                let by_outcome = counter_vec(
-                    "waitroom_requests_total",
-                    "Requests on the protected route by outcome",
-                    "outcome",
-                );
-                Outcome::ALL.map(|o| by_outcome.with_label_values(&[o.label()]))
-            },
-            refused_too_fast: refused.with_label_values(&["rate"]),
-            refused_too_many_live: refused.with_label_values(&["live"]),
-            upstream_errors,
-            origin_responses,
-            origin_seconds,
+            wait_seconds: histogram(
+                "waitroom_wait_seconds",
+                "Time from ticket to admission, for visitors admitted by this instance",
+                vec![
+                    1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0,
+                ],
+            ),
+            requests: counter(
+                "waitroom_requests_total",
+                "Requests to a room by outcome",
+                &["room", "outcome"],
+            ),
+            refused: counter(
+                "waitroom_tickets_refused_total",
+                "New tickets refused by the per-address limit, by reason (rate, live)",
+                &["room", "reason"],
+            ),
+            upstream_errors: counter(
+                "waitroom_upstream_errors_total",
+                "Requests the origin failed (connect, tls, timeout, status)",
+                &["room", "kind"],
+            ),
+            origin_responses: counter(
+                "waitroom_origin_responses_total",
+                "Responses from the origin by status class (1xx, 2xx, 3xx, 4xx, 5xx)",
+                &["room", "class"],
+            ),
+            origin_seconds: histogram(
+                "waitroom_origin_seconds",
+                "Time from choosing the origin to its response header, for forwarded requests",
+                vec![
+                    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+                ],
+            ),
             store_errors: counter(
                 "waitroom_store_errors_total",
                 "Store operations that failed",
+                room,
             ),
             store_up: gauge(
                 "waitroom_store_up",
@@ -278,55 +298,65 @@ impl Metrics {
                 "waitroom_order_inversions_total",
                 "Pairs of admissions (this instance, each against its last 1000) admitted in the \
                  opposite order of their arrival",
+                room,
             ),
             order_pairs: counter(
                 "waitroom_order_pairs_total",
                 "Pairs of admissions compared for order_inversions",
+                room,
             ),
             order_tau,
-            turnstile_verifications: {
-                let by_outcome = counter_vec(
-                    "waitroom_turnstile_verifications_total",
-                    "Turnstile tokens posted by waiting pages, by outcome",
-                    "outcome",
-                );
-                ChallengeResult::ALL.map(|r| by_outcome.with_label_values(&[r.label()]))
-            },
+            turnstile_verifications: counter(
+                "waitroom_turnstile_verifications_total",
+                "Turnstile tokens posted by waiting pages, by outcome",
+                &["room", "outcome"],
+            ),
             turnstile_parked: counter(
                 "waitroom_turnstile_parked_total",
                 "Visitors who failed the challenge, parked in a line that never admits them",
+                room,
             ),
             registry,
         }
     }
 
-    pub fn request(&self, outcome: Outcome) {
-        self.requests[outcome as usize].inc();
-    }
-
-    pub fn challenge(&self, result: ChallengeResult) {
-        self.turnstile_verifications[result as usize].inc();
-    }
-
-    /// `kind` is one of `UPSTREAM_ERROR_KINDS` (a new kind belongs in that list, so that its
-    /// series exists from the start).
-    pub fn upstream_error(&self, kind: &str) {
-        debug_assert!(
-            UPSTREAM_ERROR_KINDS.contains(&kind),
-            "upstream error kind {kind:?} is not in UPSTREAM_ERROR_KINDS"
-        );
-        self.upstream_errors.with_label_values(&[kind]).inc();
-    }
-
-    pub fn origin_response(&self, status: u16) {
-        let class = match status {
-            100..=199 => "1xx",
-            200..=299 => "2xx",
-            300..=399 => "3xx",
-            400..=499 => "4xx",
-            _ => "5xx",
-        };
-        self.origin_responses.with_label_values(&[class]).inc();
+    /// One room's series. Labelled series that can happen are there from the start, at 0:
+    /// `rate()` and `increase()` need a sample before the first error to see it.
+    pub fn room(&self, id: &str) -> Metrics {
+        let with = |label: &'static str| [id, label];
+        Metrics {
+            occupancy: self.occupancy.with_label_values(&[id]),
+            capacity: self.capacity.with_label_values(&[id]),
+            rate_per_minute: self.rate_per_minute.with_label_values(&[id]),
+            admitting: self.admitting.with_label_values(&[id]),
+            queue_length: self.queue_length.with_label_values(&[id]),
+            admitted: self.admitted.with_label_values(&[id]),
+            abandoned: self.abandoned.with_label_values(&[id]),
+            revoked: self.revoked.with_label_values(&[id]),
+            expired: self.expired.with_label_values(&[id]),
+            no_shows: self.no_shows.with_label_values(&[id]),
+            wait_seconds: self.wait_seconds.with_label_values(&[id]),
+            requests: Outcome::ALL.map(|o| self.requests.with_label_values(&with(o.label()))),
+            refused_too_fast: self.refused.with_label_values(&with("rate")),
+            refused_too_many_live: self.refused.with_label_values(&with("live")),
+            upstream_errors: UPSTREAM_ERROR_KINDS
+                .map(|kind| self.upstream_errors.with_label_values(&with(kind))),
+            origin_responses: ORIGIN_CLASSES
+                .map(|class| self.origin_responses.with_label_values(&with(class))),
+            origin_seconds: self.origin_seconds.with_label_values(&[id]),
+            store_errors: self.store_errors.with_label_values(&[id]),
+            store_up: self.store_up.with_label_values(&[id]),
+            leader: self.leader.with_label_values(&[id]),
+            prequeueing: self.prequeueing.with_label_values(&[id]),
+            order_inversions: self.order_inversions.with_label_values(&[id]),
+            order_pairs: self.order_pairs.with_label_values(&[id]),
+            order_tau: self.order_tau.with_label_values(&[id]),
+            turnstile_verifications: ChallengeResult::ALL.map(|r| {
+                self.turnstile_verifications
+                    .with_label_values(&with(r.label()))
+            }),
+            turnstile_parked: self.turnstile_parked.with_label_values(&[id]),
+        }
     }
 
     pub fn render(&self) -> String {
@@ -338,16 +368,40 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    pub fn request(&self, outcome: Outcome) {
+        self.requests[outcome as usize].inc();
+    }
+
+    pub fn challenge(&self, result: ChallengeResult) {
+        self.turnstile_verifications[result as usize].inc();
+    }
+
+    /// `kind` is one of `UPSTREAM_ERROR_KINDS` (a new kind belongs in that list, so that its
+    /// series exists from the start).
+    pub fn upstream_error(&self, kind: &str) {
+        match UPSTREAM_ERROR_KINDS.iter().position(|k| *k == kind) {
+            Some(i) => self.upstream_errors[i].inc(),
+            None => debug_assert!(false, "upstream error kind {kind:?} is not listed"),
+        }
+    }
+
+    pub fn origin_response(&self, status: u16) {
+        let class = usize::from(status.clamp(100, 599) / 100 - 1);
+        self.origin_responses[class].inc();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_published_names_are_exactly_the_registered_metrics() {
-        let m = Metrics::new("r");
-        // Labelled families only show once they have a series.
+        let families = MetricsRegistry::new();
+        let m = families.room("r");
         m.request(Outcome::Passed);
-        let mut registered: Vec<String> = m
+        let mut registered: Vec<String> = families
             .registry
             .gather()
             .iter()
@@ -363,7 +417,7 @@ mod tests {
         assert_eq!(registered, published);
         for histogram in HISTOGRAMS {
             assert!(NAMES.contains(histogram));
-            assert!(m.render().contains(&format!("{histogram}_bucket")));
+            assert!(families.render().contains(&format!("{histogram}_bucket")));
         }
     }
 
@@ -380,8 +434,9 @@ mod tests {
 
     #[test]
     fn every_error_kind_and_status_class_starts_at_zero() {
-        let m = Metrics::new("r");
-        let text = m.render();
+        let families = MetricsRegistry::new();
+        let m = families.room("r");
+        let text = families.render();
         let mut kinds = zero_series(&text, "waitroom_upstream_errors_total", "kind");
         kinds.sort();
         let mut expected: Vec<&str> = UPSTREAM_ERROR_KINDS.to_vec();
@@ -392,19 +447,32 @@ mod tests {
 
         m.upstream_error("timeout");
         m.origin_response(503);
-        let text = m.render();
+        let text = families.render();
         assert!(text.contains("waitroom_upstream_errors_total{kind=\"timeout\",room=\"r\"} 1"));
         assert!(text.contains("waitroom_origin_responses_total{class=\"5xx\",room=\"r\"} 1"));
         assert!(text.contains("waitroom_origin_responses_total{class=\"2xx\",room=\"r\"} 0"));
     }
 
     #[test]
+    fn rooms_have_their_own_series_in_one_registry() {
+        let families = MetricsRegistry::new();
+        let (a, b) = (families.room("a"), families.room("b"));
+        a.request(Outcome::Queued);
+        a.request(Outcome::Queued);
+        b.request(Outcome::Queued);
+        let text = families.render();
+        assert!(text.contains("waitroom_requests_total{outcome=\"queued\",room=\"a\"} 2"));
+        assert!(text.contains("waitroom_requests_total{outcome=\"queued\",room=\"b\"} 1"));
+        assert_eq!(text.matches("# TYPE waitroom_requests_total").count(), 1);
+    }
+
+    #[test]
     #[cfg(target_os = "linux")]
     fn process_metrics_describe_this_process() {
-        let text = Metrics::new("r").render();
+        let text = MetricsRegistry::new().render();
         let value = |name: &str| -> f64 {
             text.lines()
-                .find(|l| l.starts_with(&format!("{name}{{")))
+                .find(|l| l.starts_with(&format!("{name} ")))
                 .and_then(|l| l.rsplit(' ').next())
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_else(|| panic!("no {name} in {text}"))

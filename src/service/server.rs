@@ -28,6 +28,7 @@ use crate::service::admission::AdmissionLoop;
 use crate::service::demo_shop::DemoShop;
 use crate::service::lifecycle::{Signals, write_pid_file};
 use crate::service::limits::{OpenFiles, raise_open_files};
+use crate::service::metrics::MetricsRegistry;
 use crate::service::reload::Reloader;
 use crate::service::tls::{TlsError, check_ca_file, check_listener, install_crypto_provider};
 use crate::store::memory::MemoryStore;
@@ -240,7 +241,14 @@ pub fn build(
         open_files.hard
     );
     let clock = options.clock.clone();
-    let room = Room::new(&config.room_id, config.room.clone(), store, clock.clone());
+    let metrics = Arc::new(MetricsRegistry::new());
+    let room = Room::new(
+        &config.room_id,
+        config.room.clone(),
+        store,
+        clock.clone(),
+        &metrics,
+    );
     let signer = Arc::new(Signer::new(&config.room_id, &config.pass.secret)?);
     let turnstile = config.turnstile.as_ref().map(Turnstile::new).transpose()?;
     let responder = Arc::new(Responder::new(
@@ -322,6 +330,7 @@ pub fn build(
                 reloader: reloader.clone(),
                 token: config.admin_token.clone(),
                 ready_requires_store: false,
+                metrics,
             },
         ),
     );
