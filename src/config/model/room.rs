@@ -394,8 +394,9 @@ impl RoomSettings {
     }
 }
 
-/// `current` with the keys of a JSON object patch set, as a live change of a file section: a null
-/// removes the key (back to its default, or unset).
+/// `current` changed by a JSON merge patch (RFC 7396), as a live change of a file section: a
+/// null removes the key (back to its default, or unset), an object merges into the object it
+/// names key by key, anything else replaces the value.
 pub fn merge_patch<T>(
     current: &T,
     changes: &serde_json::Map<String, serde_json::Value>,
@@ -403,19 +404,10 @@ pub fn merge_patch<T>(
 where
     T: serde::Serialize + serde::de::DeserializeOwned,
 {
-    let serde_json::Value::Object(mut merged) =
-        serde_json::to_value(current).map_err(|e| format!("cannot be serialised: {e}"))?
-    else {
-        return Err("is not a table".into());
-    };
-    for (key, value) in changes {
-        if value.is_null() {
-            merged.remove(key);
-        } else {
-            merged.insert(key.clone(), value.clone());
-        }
-    }
-    serde_json::from_value(serde_json::Value::Object(merged)).map_err(|e| e.to_string())
+    let mut merged =
+        serde_json::to_value(current).map_err(|e| format!("cannot be serialised: {e}"))?;
+    json_patch::merge(&mut merged, &serde_json::Value::Object(changes.clone()));
+    serde_json::from_value(merged).map_err(|e| e.to_string())
 }
 
 fn crawler_ranges(s: &RoomSection) -> Result<Vec<(String, Cidr)>, ConfigError> {

@@ -47,6 +47,33 @@ fn a_merge_patch_sets_keys_and_null_brings_back_the_default() {
 }
 
 #[test]
+fn a_merge_patch_merges_nested_objects_key_by_key() {
+    let current = section(
+        "crawler_ranges = { googlebot = [\"66.249.64.0/19\"], bingbot = [\"157.55.39.0/24\"] }",
+    );
+    let merged: RoomSection = merge_patch(
+        &current,
+        &patch(json!({"crawler_ranges": {"bingbot": null, "googlebot": ["192.0.2.0/24"]}})),
+    )
+    .unwrap();
+    assert_eq!(
+        merged.crawler_ranges.len(),
+        1,
+        "{:?}",
+        merged.crawler_ranges
+    );
+    assert_eq!(merged.crawler_ranges["googlebot"], ["192.0.2.0/24"]);
+    let kept: RoomSection = merge_patch(
+        &current,
+        &patch(json!({"crawler_ranges": {"bingbot": null}})),
+    )
+    .unwrap();
+    assert_eq!(kept.crawler_ranges["googlebot"], ["66.249.64.0/19"]);
+    let wrong = merge_patch::<RoomSection>(&current, &patch(json!({"burst": "many"})));
+    assert!(wrong.is_err());
+}
+
+#[test]
 fn a_live_patch_is_validated_like_the_file_and_cannot_move_the_room() {
     let settings = RoomSettings::from_section(&section("")).unwrap();
     let changed = settings
