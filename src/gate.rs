@@ -1180,7 +1180,7 @@ fn bypassed(settings: &RoomSettings, req: &RequestView<'_>) -> bool {
             settings
                 .bypass_cookies
                 .iter()
-                .any(|name| cookie_value(c, name).is_some())
+                .any(|rule| cookie_value(c, &rule.name).is_some_and(|v| rule.matches(v)))
         })
 }
 

@@ -597,3 +597,52 @@ fn event_errors_name_the_event_and_the_key() {
         "{crawler}"
     );
 }
+
+#[test]
+fn bypass_rules_need_a_secret_and_printing_masks_it() {
+    for (rule, key, how) in [
+        (
+            "bypass_headers = [\"x-staff\"]",
+            "room.bypass_headers",
+            "\"x-staff: <secret>\"",
+        ),
+        (
+            "bypass_cookies = [\"staff_cookie\"]",
+            "room.bypass_cookies",
+            "\"staff_cookie=<secret>\"",
+        ),
+        (
+            "bypass_headers = [\"X-Staff: s3cret\"]",
+            "room.bypass_headers",
+            "at least 16 characters",
+        ),
+        (
+            "bypass_cookies = [\"staff=s3cret\"]",
+            "room.bypass_cookies",
+            "at least 16 characters",
+        ),
+    ] {
+        let e = error_of(&minimal(rule));
+        assert!(
+            e.starts_with(&format!("{key}: ")) && e.contains(how),
+            "{rule}: {e}"
+        );
+    }
+    let text = minimal(
+        "bypass_headers = [\"X-Staff-Key: header-secret-0123\"]\n\
+         bypass_cookies = [\"staff=cookie-secret-0123\"]",
+    );
+    let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+    let room = &config.room;
+    assert_eq!(room.bypass_headers[0].name, "x-staff-key");
+    assert_eq!(room.bypass_headers[0].value, "header-secret-0123");
+    assert!(room.bypass_cookies[0].matches("cookie-secret-0123"));
+    let printed = config.masked_toml();
+    assert!(
+        !printed.contains("header-secret") && !printed.contains("cookie-secret"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("\"X-Staff-Key: ********\"") && printed.contains("\"staff=********\"")
+    );
+}

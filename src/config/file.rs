@@ -134,10 +134,10 @@ pub struct RoomSection {
     /// Client addresses or ranges that skip the room (staff offices, monitoring).
     #[serde(default)]
     pub bypass_ips: Vec<String>,
-    /// Headers that skip the room: "Name" (present) or "Name: value" (exactly that value).
+    /// Headers that skip the room: "Name: secret", the header with exactly that value.
     #[serde(default)]
     pub bypass_headers: Vec<String>,
-    /// Cookies whose presence skips the room (a staff session).
+    /// Cookies that skip the room: "name=secret", the cookie with exactly that value.
     #[serde(default)]
     pub bypass_cookies: Vec<String>,
     /// Search-engine crawlers skip the room, uncounted, when both their User-Agent and their

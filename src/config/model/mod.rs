@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use bypass::HeaderRule;
+pub use bypass::{CookieRule, HeaderRule, MIN_BYPASS_SECRET_CHARS};
 pub use listen::{ENV_RUNTIME_DIRECTORY, ListenTls, PID_FILE_NAME, UPGRADE_SOCKET_NAME};
 pub use log::{LogConfig, LogFormat};
 pub use origin::OriginConfig;

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::bypass::HeaderRule;
+use super::bypass::{CookieRule, HeaderRule};
 use super::values::{choice, duration, millis};
 use super::{ConfigError, invalid};
 use crate::client::Cidr;
@@ -182,7 +182,7 @@ pub struct RoomSettings {
     pub bypass: Vec<PathPattern>,
     pub bypass_ips: Vec<Cidr>,
     pub bypass_headers: Vec<HeaderRule>,
-    pub bypass_cookies: Vec<String>,
+    pub bypass_cookies: Vec<CookieRule>,
     pub bypass_verified_crawlers: bool,
     /// The operator's crawler ranges, by crawler name.
     pub crawler_ranges: Vec<(String, Cidr)>,
@@ -286,19 +286,7 @@ impl RoomSettings {
             bypass_cookies: s
                 .bypass_cookies
                 .iter()
-                .map(|c| {
-                    if !c.is_empty()
-                        && c.bytes()
-                            .all(|b| b.is_ascii_graphic() && !b";=,".contains(&b))
-                    {
-                        Ok(c.clone())
-                    } else {
-                        Err(invalid(
-                            "room.bypass_cookies",
-                            format!("{c:?} is not a cookie name"),
-                        ))
-                    }
-                })
+                .map(|c| CookieRule::parse(c).map_err(|e| invalid("room.bypass_cookies", e)))
                 .collect::<Result<_, _>>()?,
             bypass_verified_crawlers: s.bypass_verified_crawlers,
             crawler_ranges: crawler_ranges(s)?,

@@ -1,6 +1,7 @@
 //! Secrets: read from the environment (which wins over the file) or the file, generated for one
 //! run with `--dev`, and masked whenever the configuration is printed.
 
+use super::bypass;
 use super::{Config, ConfigError, Environment, invalid};
 
 /// The minimum length of the pass-signing secret and of the admin token.
@@ -52,7 +53,7 @@ pub(crate) fn secret(
 }
 
 impl Config {
-    /// The effective configuration as TOML, secrets masked, for `--test`.
+    /// The effective configuration as TOML for `--test`: secrets and bypass secrets masked.
     pub fn masked_toml(&self) -> String {
         let mut file = self.file.clone();
         let mask = |s: &mut Option<String>| {
@@ -64,6 +65,12 @@ impl Config {
         mask(&mut file.admin.token);
         if let Some(t) = &mut file.turnstile {
             mask(&mut t.secret);
+        }
+        for rule in &mut file.room.bypass_headers {
+            *rule = bypass::masked(rule, ':');
+        }
+        for rule in &mut file.room.bypass_cookies {
+            *rule = bypass::masked(rule, '=');
         }
         toml::to_string_pretty(&file).unwrap_or_else(|e| format!("# cannot print: {e}\n"))
     }
