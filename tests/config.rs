@@ -646,3 +646,77 @@ fn bypass_rules_need_a_secret_and_printing_masks_it() {
         printed.contains("\"X-Staff-Key: ********\"") && printed.contains("\"staff=********\"")
     );
 }
+
+#[test]
+fn hosts_and_paths_are_canonical_or_refused_with_their_canonical_spelling() {
+    let text = format!(
+        "[listen]\nhosts = [\"WWW.Shop.Example.\", \"[2001:DB8::1]\", \"www.shop.example\"]\n{}",
+        minimal("host = \"Shop.Example.\"\npath = \"/drop/\"")
+    );
+    let (config, warnings) = Config::parse(&text, &with_secrets(), false).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(config.route.host.as_deref(), Some("shop.example"));
+    assert_eq!(config.route.path, "/drop/");
+    assert_eq!(config.hosts, ["www.shop.example", "[2001:db8::1]"]);
+    // Without a room host every host is served: the list is pointless, and said to be.
+    let text = format!("[listen]\nhosts = [\"www.shop.example\"]\n{}", minimal(""));
+    let (_, warnings) = Config::parse(&text, &with_secrets(), false).unwrap();
+    assert!(
+        warnings.iter().any(|w| w.contains("listen.hosts")),
+        "{warnings:?}"
+    );
+
+    let listen = |hosts: &str| format!("[listen]\nhosts = [{hosts}]\n{}", minimal(""));
+    for (text, key, needle) in [
+        (
+            listen("\"shop.example:8443\""),
+            "listen.hosts",
+            "holds a port",
+        ),
+        (
+            listen("\"shop example\""),
+            "listen.hosts",
+            "not a host name",
+        ),
+        (
+            minimal("host = \"shop.example:80\""),
+            "room.host",
+            "holds a port",
+        ),
+        (minimal("host = \"127.1\""), "room.host", "not a host name"),
+        (
+            minimal("path = \"/drop//shoes\""),
+            "room.path",
+            "\"/drop/shoes\"",
+        ),
+        (minimal("path = \"/%64rop\""), "room.path", "\"/drop\""),
+        (minimal("path = \"/drop;v=1\""), "room.path", "';'"),
+        (
+            minimal("bypass = [\"/static/./*\"]"),
+            "room.bypass",
+            "\"/static/*\"",
+        ),
+        (
+            minimal("bypass = [\"/static//*\"]"),
+            "room.bypass",
+            "\"/static/*\"",
+        ),
+        (minimal("bypass = [\"*;*.css\"]"), "room.bypass", "';'"),
+        (
+            minimal("bypass = [\"/a\\\\*\"]"),
+            "room.bypass",
+            "backslash",
+        ),
+        (
+            minimal("bypass = [\"/%7Euser/*\"]"),
+            "room.bypass",
+            "\"/~user/*\"",
+        ),
+    ] {
+        let e = error_of(&text);
+        assert!(
+            e.starts_with(&format!("{key}: ")) && e.contains(needle),
+            "{key}: {e}"
+        );
+    }
+}

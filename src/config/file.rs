@@ -49,6 +49,9 @@ pub struct ListenSection {
     pub pid_file: Option<String>,
     /// Proxies (load balancers, CDNs) whose X-Forwarded-For is believed, as addresses or ranges.
     pub trusted_proxies: Vec<String>,
+    /// Host names served besides the room's `host`: once a room names a host, requests for any
+    /// other host are refused (421).
+    pub hosts: Vec<String>,
 }
 
 impl Default for ListenSection {
@@ -62,6 +65,7 @@ impl Default for ListenSection {
             trusted_proxies: Vec::new(),
             upgrade_socket: None,
             pid_file: None,
+            hosts: Vec::new(),
         }
     }
 }

@@ -1,11 +1,11 @@
-//! `[listen]`: the public listener.
+//! `[listen]`: the public listener and the hosts it serves.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::values::{duration_or_zero, non_empty_path, socket_addr};
-use super::{ConfigError, Environment, invalid};
+use super::{ConfigError, Environment, canonical, invalid};
 use crate::client::Cidr;
 use crate::config::file::ListenSection;
 
@@ -30,6 +30,7 @@ pub(crate) struct Listen {
     pub trusted_proxies: Vec<Cidr>,
     pub upgrade_socket: Option<PathBuf>,
     pub pid_file: Option<PathBuf>,
+    pub hosts: Vec<String>,
 }
 
 pub(crate) fn listen(listen: &ListenSection, env: &dyn Environment) -> Result<Listen, ConfigError> {
@@ -51,6 +52,13 @@ pub(crate) fn listen(listen: &ListenSection, env: &dyn Environment) -> Result<Li
         .var(ENV_RUNTIME_DIRECTORY)
         .and_then(|dirs| dirs.split(':').next().map(PathBuf::from));
     let in_runtime_dir = |name: &str| runtime_dir.as_ref().map(|dir| dir.join(name));
+    let mut hosts: Vec<String> = Vec::new();
+    for text in &listen.hosts {
+        let host = canonical::host("listen.hosts", text)?;
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
     Ok(Listen {
         address: socket_addr("listen.address", &listen.address)?,
         threads: listen.threads,
@@ -65,5 +73,6 @@ pub(crate) fn listen(listen: &ListenSection, env: &dyn Environment) -> Result<Li
             .or_else(|| in_runtime_dir(UPGRADE_SOCKET_NAME)),
         pid_file: non_empty_path("listen.pid_file", listen.pid_file.as_deref())?
             .or_else(|| in_runtime_dir(PID_FILE_NAME)),
+        hosts,
     })
 }

@@ -2,6 +2,7 @@
 //! section and names the key of every error; `Config::from_file_in` only puts them together.
 
 mod bypass;
+mod canonical;
 mod listen;
 mod log;
 mod origin;
@@ -69,9 +70,13 @@ pub struct Config {
     pub upgrade_socket: Option<PathBuf>,
     /// Written once the listening sockets are ours (after a hand-over too), for systemd.
     pub pid_file: Option<PathBuf>,
+    /// `listen.hosts`, canonical: served besides `route.host`. Once the room names a host, a
+    /// request for a host in neither is refused (421).
+    pub hosts: Vec<String>,
     pub log: LogConfig,
     pub origin: OriginConfig,
     pub room_id: String,
+    /// `room.host` (canonical) and `room.path`.
     pub route: Route,
     pub room: RoomSettings,
     pub pass: PassConfig,
@@ -177,18 +182,22 @@ impl Config {
             &mut warnings,
         )?;
         check_room_id(&file.room.id)?;
-        if !file.room.path.starts_with('/') {
-            return Err(invalid("room.path", "must start with '/'"));
-        }
         let route = Route {
-            host: file.room.host.as_ref().map(|h| h.to_ascii_lowercase()),
-            path: file.room.path.clone(),
+            host: (file.room.host.as_deref())
+                .map(|h| canonical::host("room.host", h))
+                .transpose()?,
+            path: canonical::room_path(&file.room.path)?,
         };
         let room = RoomSettings::from_section(&file.room)?;
         let origin = origin::origin(&file.origin, &mut warnings)?;
         let pass = pass::pass(&file.pass, pass_secret)?;
         let store = store::store(&file.store, &mut warnings)?;
         let listen = listen::listen(&file.listen, env)?;
+        if route.host.is_none() && !listen.hosts.is_empty() {
+            warnings.push(
+                "listen.hosts has no effect while room.host is unset: every host is served".into(),
+            );
+        }
         let config = Config {
             listen: listen.address,
             threads: listen.threads,
@@ -197,6 +206,7 @@ impl Config {
             trusted_proxies: listen.trusted_proxies,
             upgrade_socket: listen.upgrade_socket,
             pid_file: listen.pid_file,
+            hosts: listen.hosts,
             log: log::log(&file.log)?,
             origin,
             room_id: file.room.id.clone(),

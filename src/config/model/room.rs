@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::bypass::{CookieRule, HeaderRule};
 use super::values::{choice, duration, millis};
-use super::{ConfigError, invalid};
+use super::{ConfigError, canonical, invalid};
 use crate::client::Cidr;
 use crate::clock::{Millis, parse_rfc3339};
 use crate::config::file::{EventSection, RoomSection};
@@ -218,11 +218,7 @@ impl RoomSettings {
             Some(text) => duration("room.claim_window", text)?,
             None => refresh_interval * 2,
         };
-        let bypass = s
-            .bypass
-            .iter()
-            .map(|p| PathPattern::parse(p).map_err(|e| invalid("room.bypass", e)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let bypass = canonical::patterns("room.bypass", &s.bypass)?;
         let commands = s
             .enabled_origin_commands
             .iter()

@@ -85,6 +85,7 @@ fn a_live_patch_is_validated_like_the_file_and_cannot_move_the_room() {
         (json!({"path": "/x"}), "room.path"),
         (json!({"host": "x"}), "room.host"),
         (json!({"bypass_cookies": ["staff"]}), "room.bypass_cookies"),
+        (json!({"bypass": ["/a//b"]}), "room.bypass"),
         (json!([1]), "body"),
     ] {
         match settings.patched(&body) {
