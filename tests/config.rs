@@ -720,3 +720,68 @@ fn hosts_and_paths_are_canonical_or_refused_with_their_canonical_spelling() {
         );
     }
 }
+
+#[test]
+fn listen_connection_settings_and_ready_requires_store_are_read_and_checked() {
+    use waitroom::config::model::Cap;
+    let (config, _) = Config::parse(&minimal(""), &with_secrets(), false).unwrap();
+    let c = config.connections;
+    assert_eq!(c.keepalive_timeout.as_secs(), 60);
+    assert_eq!(c.header_timeout.as_secs(), 15);
+    assert_eq!(c.max_connections, Cap::FromFileLimit);
+    assert_eq!(c.max_connections_per_ip, None, "off: carrier NATs");
+    assert_eq!(c.max_event_streams, Cap::FromFileLimit);
+    assert!(!config.admin_ready_requires_store);
+
+    let text = format!(
+        "[listen]\nkeepalive_timeout = \"75s\"\nheader_timeout = \"5s\"\nmax_connections = 20000\n\
+         max_connections_per_ip = 200\nmax_event_streams = 9000\n[admin]\n\
+         ready_requires_store = true\n{}",
+        minimal("")
+    );
+    let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+    let c = config.connections;
+    assert_eq!(
+        (c.keepalive_timeout.as_secs(), c.header_timeout.as_secs()),
+        (75, 5)
+    );
+    assert_eq!(format!("{:?}", c.max_connections), "At(20000)");
+    assert_eq!(c.max_connections_per_ip.map(u64::from), Some(200));
+    assert_eq!(format!("{:?}", c.max_event_streams), "At(9000)");
+    assert!(config.admin_ready_requires_store);
+
+    let listen = |lines: &str| format!("[listen]\n{lines}\n{}", minimal(""));
+    for (text, key) in [
+        (
+            listen("keepalive_timeout = \"0s\""),
+            "listen.keepalive_timeout",
+        ),
+        (
+            listen("keepalive_timeout = \"11m\""),
+            "listen.keepalive_timeout",
+        ),
+        (listen("header_timeout = \"0s\""), "listen.header_timeout"),
+        (listen("header_timeout = \"soon\""), "listen.header_timeout"),
+        (
+            listen("max_connections = 100\nmax_connections_per_ip = 101"),
+            "listen.max_connections_per_ip",
+        ),
+        (listen("max_connections = -1"), "max_connections"),
+        (
+            format!("{}[admin]\nready_requires_store = \"yes\"\n", minimal("")),
+            "ready_requires_store",
+        ),
+    ] {
+        let e = error_of(&text);
+        assert!(e.contains(key), "{key}: {e}");
+    }
+    // Ten minutes is the longest keep-alive allowed.
+    assert!(
+        Config::parse(
+            &listen("keepalive_timeout = \"10m\""),
+            &with_secrets(),
+            false
+        )
+        .is_ok()
+    );
+}

@@ -52,6 +52,16 @@ pub struct ListenSection {
     /// Host names served besides the room's `host`: once a room names a host, requests for any
     /// other host are refused (421).
     pub hosts: Vec<String>,
+    /// An idle keep-alive connection is closed after this long.
+    pub keepalive_timeout: String,
+    /// A request's head must have arrived this long after its first byte.
+    pub header_timeout: String,
+    /// Open visitor connections at most; 0: derived from the open-file limit at start.
+    pub max_connections: u64,
+    /// Open connections per client address at most; 0: no limit.
+    pub max_connections_per_ip: u64,
+    /// Open `/__waitroom/events` streams at most; 0: derived from the open-file limit at start.
+    pub max_event_streams: u64,
 }
 
 impl Default for ListenSection {
@@ -66,6 +76,11 @@ impl Default for ListenSection {
             upgrade_socket: None,
             pid_file: None,
             hosts: Vec::new(),
+            keepalive_timeout: "60s".into(),
+            header_timeout: "15s".into(),
+            max_connections: 0,
+            max_connections_per_ip: 0,
+            max_event_streams: 0,
         }
     }
 }
@@ -253,6 +268,10 @@ pub struct AdminSection {
     pub address: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// /readyz also answers 503 while the store is unreachable. Off by default: a store outage
+    /// would otherwise take every instance out of the load balancer at once, while they can
+    /// still serve pass holders and queue newcomers (`on_error`).
+    pub ready_requires_store: bool,
 }
 
 impl Default for AdminSection {
@@ -260,6 +279,7 @@ impl Default for AdminSection {
         Self {
             address: "127.0.0.1:9091".into(),
             token: None,
+            ready_requires_store: false,
         }
     }
 }

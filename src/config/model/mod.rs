@@ -21,7 +21,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use bypass::{CookieRule, HeaderRule, MIN_BYPASS_SECRET_CHARS};
-pub use listen::{ENV_RUNTIME_DIRECTORY, ListenTls, PID_FILE_NAME, UPGRADE_SOCKET_NAME};
+pub use listen::{
+    Cap, ENV_RUNTIME_DIRECTORY, ListenConfig, ListenTls, MAX_KEEPALIVE, PID_FILE_NAME,
+    UPGRADE_SOCKET_NAME,
+};
 pub use log::{LogConfig, LogFormat};
 pub use origin::OriginConfig;
 pub(crate) use pass::same_site;
@@ -73,6 +76,8 @@ pub struct Config {
     /// `listen.hosts`, canonical: served besides `route.host`. Once the room names a host, a
     /// request for a host in neither is refused (421).
     pub hosts: Vec<String>,
+    /// The `[listen]` settings of visitors' connections.
+    pub connections: ListenConfig,
     pub log: LogConfig,
     pub origin: OriginConfig,
     pub room_id: String,
@@ -85,6 +90,8 @@ pub struct Config {
     pub rate_limit: IpLimits,
     pub admin_address: SocketAddr,
     pub admin_token: String,
+    /// `admin.ready_requires_store`: /readyz also answers 503 while the store is unreachable.
+    pub admin_ready_requires_store: bool,
     pub branding: Branding,
     /// `[page] template`, compiled once here: requests only render it.
     pub custom_page: Option<Arc<CustomPage>>,
@@ -207,6 +214,7 @@ impl Config {
             upgrade_socket: listen.upgrade_socket,
             pid_file: listen.pid_file,
             hosts: listen.hosts,
+            connections: listen.connections,
             log: log::log(&file.log)?,
             origin,
             room_id: file.room.id.clone(),
@@ -216,6 +224,7 @@ impl Config {
             rate_limit: rate_limit::ip_limits(&file.rate_limit)?,
             admin_address: values::socket_addr("admin.address", &file.admin.address)?,
             admin_token,
+            admin_ready_requires_store: file.admin.ready_requires_store,
             branding: page::branding(&file.page, &room.name)?,
             custom_page: page::custom_page(&file.page, base_dir, &mut warnings)?,
             turnstile: turnstile::turnstile(&mut file.turnstile, env, &mut warnings)?,
