@@ -785,3 +785,25 @@ fn listen_connection_settings_and_ready_requires_store_are_read_and_checked() {
         .is_ok()
     );
 }
+
+#[test]
+fn ipv6_clients_are_grouped_by_a_56_bit_prefix_unless_told_otherwise() {
+    let parse = |lines: &str| {
+        let text = format!("{}[rate_limit]\n{lines}\n", minimal(""));
+        Config::parse(&text, &with_secrets(), false)
+    };
+    assert_eq!(parse("").unwrap().0.rate_limit.ipv6_prefix, 56);
+    for bits in [32, 48, 64, 128] {
+        let limits = parse(&format!("ipv6_prefix = {bits}"))
+            .unwrap()
+            .0
+            .rate_limit;
+        assert_eq!(u32::from(limits.ipv6_prefix), bits);
+    }
+    for bits in ["31", "129", "300", "4294967296"] {
+        match parse(&format!("ipv6_prefix = {bits}")) {
+            Err(e) => assert!(e.to_string().contains("ipv6_prefix"), "{bits}: {e}"),
+            Ok(_) => panic!("{bits} accepted"),
+        }
+    }
+}

@@ -349,7 +349,8 @@ impl Default for LogSection {
     }
 }
 
-/// Limits on new tickets per client address (an IPv4 address, or an IPv6 /64); 0 turns each off.
+/// Limits on new tickets per client address (an IPv4 address, or an IPv6 network of
+/// `ipv6_prefix` bits); 0 turns each off.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RateLimitSection {
@@ -359,6 +360,8 @@ pub struct RateLimitSection {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub burst: Option<u64>,
     pub max_live_tickets_per_ip: u64,
+    /// IPv6 clients are counted by their network of this many leading bits.
+    pub ipv6_prefix: u32,
 }
 
 /// A flood from one address is hundreds of tickets a second; an office behind one NAT at a drop
@@ -370,6 +373,7 @@ impl Default for RateLimitSection {
             tickets_per_ip_per_minute: 60,
             burst: None,
             max_live_tickets_per_ip: 500,
+            ipv6_prefix: 56,
         }
     }
 }
