@@ -807,3 +807,83 @@ fn ipv6_clients_are_grouped_by_a_56_bit_prefix_unless_told_otherwise() {
         }
     }
 }
+
+#[test]
+fn wr_redis_url_replaces_store_url_and_its_password_is_never_printed() {
+    let redis = |url: &str| format!("{}[store]\nbackend = \"redis\"\n{url}\n", minimal(""));
+    let url_of = |config: &Config| match &config.store.backend {
+        waitroom::config::model::Backend::Redis { url } => url.clone(),
+        other => panic!("{other:?}"),
+    };
+    let mut env = with_secrets();
+    env.0.insert(
+        "WR_REDIS_URL",
+        "redis://proxy:env-password@redis.internal:6379/2",
+    );
+    let (config, _) = Config::parse(
+        &redis("url = \"redis://:file-password@redis.internal:6379/0\""),
+        &env,
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        url_of(&config),
+        "redis://proxy:env-password@redis.internal:6379/2",
+        "the environment wins over the file"
+    );
+    let printed = config.masked_toml();
+    assert!(
+        !printed.contains("env-password") && !printed.contains("file-password"),
+        "{printed}"
+    );
+    assert!(printed.contains("url = \"redis://proxy:****@redis.internal:6379/2\""));
+    assert!(!format!("{config:?}").contains("env-password"));
+
+    // An empty variable is unset; a user name with a password, or a password alone, both read.
+    env.0.insert("WR_REDIS_URL", "");
+    for url in [
+        "redis://user:password@127.0.0.1:6379/0",
+        "redis://:password@127.0.0.1:6379/0",
+    ] {
+        let (config, _) = Config::parse(&redis(&format!("url = \"{url}\"")), &env, false).unwrap();
+        assert_eq!(url_of(&config), url);
+        let printed = config.masked_toml();
+        assert!(!printed.contains("password@"), "{printed}");
+    }
+    let e = error_of_with(&redis(""), &env);
+    assert!(
+        e.starts_with("store.url: ") && e.contains("WR_REDIS_URL"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_binary_prints_the_store_url_masked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("drop.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{}[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:6379/0\"\n",
+            minimal("")
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
+        .args(["--config".as_ref(), path.as_os_str(), "--test".as_ref()])
+        .env("WR_JWT_SECRET", SECRET)
+        .env("WR_ADMIN_TOKEN", TOKEN)
+        .env("WR_REDIS_URL", "rediss://:s3cr%40t-in-env@127.0.0.1:6380/0")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("url = \"rediss://:****@127.0.0.1:6380/0\""),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("s3cr") && !stderr.contains("s3cr"));
+}

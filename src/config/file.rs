@@ -234,7 +234,7 @@ impl Default for PassSection {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
     pub backend: String,
@@ -246,6 +246,21 @@ pub struct StoreSection {
     pub command_timeout: String,
     /// How long the admission leadership lasts without renewal.
     pub leader_ttl: String,
+}
+
+/// By hand: `url` may hold the store's password, and a debug print must not show it.
+impl std::fmt::Debug for StoreSection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreSection")
+            .field("backend", &self.backend)
+            .field("prefix", &self.prefix)
+            .field("url", &self.url.as_deref().map(super::model::masked_url))
+            .field("on_error", &self.on_error)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .field("leader_ttl", &self.leader_ttl)
+            .finish()
+    }
 }
 
 impl Default for StoreSection {

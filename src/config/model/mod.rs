@@ -32,7 +32,7 @@ pub use pass::{PassConfig, SameSite};
 pub(crate) use room::check_room_id;
 pub use room::{EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch};
 pub use secrets::{ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES};
-pub use store::{Backend, OnStoreError, StoreConfig};
+pub use store::{Backend, ENV_REDIS_URL, OnStoreError, StoreConfig, masked_url};
 pub use turnstile::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMode};
 
 use crate::client::Cidr;
@@ -41,7 +41,7 @@ use crate::core::ip_limit::IpLimits;
 use crate::custom_page::CustomPage;
 use crate::page::Branding;
 use crate::route::Route;
-use secrets::secret;
+use secrets::{NonEmpty, secret};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -120,7 +120,7 @@ impl ConfigFile {
     }
 }
 
-/// Where the secrets (and `RUNTIME_DIRECTORY`) come from.
+/// Where the secrets (and `WR_REDIS_URL`, `RUNTIME_DIRECTORY`) come from.
 pub trait Environment {
     fn var(&self, name: &str) -> Option<String>;
 }
@@ -171,6 +171,7 @@ impl Config {
         dev: bool,
         base_dir: &Path,
     ) -> Result<(Config, Vec<String>), ConfigError> {
+        let env = &NonEmpty(env);
         let mut warnings = Vec::new();
         let pass_secret = secret(
             "pass.secret",
@@ -198,7 +199,7 @@ impl Config {
         let room = RoomSettings::from_section(&file.room)?;
         let origin = origin::origin(&file.origin, &mut warnings)?;
         let pass = pass::pass(&file.pass, pass_secret)?;
-        let store = store::store(&file.store, &mut warnings)?;
+        let store = store::store(&mut file.store, env, &mut warnings)?;
         let listen = listen::listen(&file.listen, env)?;
         if route.host.is_none() && !listen.hosts.is_empty() {
             warnings.push(

@@ -2,6 +2,7 @@
 //! run with `--dev`, and masked whenever the configuration is printed.
 
 use super::bypass;
+use super::store::masked_url;
 use super::{Config, ConfigError, Environment, invalid};
 
 /// The minimum length of the pass-signing secret and of the admin token.
@@ -11,6 +12,19 @@ pub const MIN_SECRET_BYTES: usize = 32;
 pub const ENV_JWT_SECRET: &str = "WR_JWT_SECRET";
 pub const ENV_ADMIN_TOKEN: &str = "WR_ADMIN_TOKEN";
 pub const ENV_TURNSTILE_SECRET: &str = "WR_TURNSTILE_SECRET";
+
+const MASK: &str = "********";
+
+/// An environment where a variable set to the empty string is unset, whatever `Environment` the
+/// caller passed: a deploy file's `WR_REDIS_URL=` (left blank) must not replace the file's URL
+/// with nothing.
+pub(crate) struct NonEmpty<'a>(pub &'a dyn Environment);
+
+impl Environment for NonEmpty<'_> {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.var(name).filter(|v| !v.is_empty())
+    }
+}
 
 /// A secret from the environment or the file, or in dev mode a random one. The variable, when
 /// set, is written into the parsed file, so a reload that reads the file again keeps it.
@@ -53,12 +67,13 @@ pub(crate) fn secret(
 }
 
 impl Config {
-    /// The effective configuration as TOML for `--test`: secrets and bypass secrets masked.
+    /// The effective configuration as TOML for `--test`: secrets, bypass secrets and the store
+    /// URL's password masked.
     pub fn masked_toml(&self) -> String {
         let mut file = self.file.clone();
         let mask = |s: &mut Option<String>| {
             if s.is_some() {
-                *s = Some("********".into());
+                *s = Some(MASK.into());
             }
         };
         mask(&mut file.pass.secret);
@@ -66,6 +81,7 @@ impl Config {
         if let Some(t) = &mut file.turnstile {
             mask(&mut t.secret);
         }
+        file.store.url = file.store.url.as_deref().map(masked_url);
         for rule in &mut file.room.bypass_headers {
             *rule = bypass::masked(rule, ':');
         }

@@ -1,10 +1,15 @@
-//! `[store]`: where the room's state lives.
+//! `[store]`: where the room's state lives. `store.url` may carry a password: it comes from
+//! `WR_REDIS_URL` in deployments, and is never printed whole (`masked_url`).
 
+use std::fmt;
 use std::time::Duration;
 
 use super::values::{choice, duration};
-use super::{ConfigError, invalid};
+use super::{ConfigError, Environment, invalid};
 use crate::config::file::StoreSection;
+
+/// Replaces `store.url` (Kubernetes builds it with the Redis password from a Secret).
+pub const ENV_REDIS_URL: &str = "WR_REDIS_URL";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnStoreError {
@@ -14,10 +19,23 @@ pub enum OnStoreError {
     Open,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Backend {
     Memory,
     Redis { url: String },
+}
+
+/// By hand: the URL's password stays out of debug prints.
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Backend::Memory => f.write_str("Memory"),
+            Backend::Redis { url } => f
+                .debug_struct("Redis")
+                .field("url", &masked_url(url))
+                .finish(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -36,8 +54,11 @@ enum BackendName {
     Redis,
 }
 
+/// `[store]`; `WR_REDIS_URL`, when set, replaces `store.url` in `section` too (like the secrets,
+/// so a reload that reads the file again keeps it).
 pub(crate) fn store(
-    section: &StoreSection,
+    section: &mut StoreSection,
+    env: &dyn Environment,
     warnings: &mut Vec<String>,
 ) -> Result<StoreConfig, ConfigError> {
     let name = choice(
@@ -48,13 +69,23 @@ pub(crate) fn store(
             ("redis", BackendName::Redis),
         ],
     )?;
+    if let Some(url) = env.var(ENV_REDIS_URL) {
+        if name == BackendName::Memory {
+            warnings.push(format!(
+                "{ENV_REDIS_URL} is set but store.backend = \"memory\": ignored"
+            ));
+        }
+        section.url = Some(url);
+    }
     let backend = match name {
         BackendName::Memory => Backend::Memory,
         BackendName::Redis => Backend::Redis {
-            url: section
-                .url
-                .clone()
-                .ok_or_else(|| invalid("store.url", "is required with backend = \"redis\""))?,
+            url: section.url.clone().ok_or_else(|| {
+                invalid(
+                    "store.url",
+                    format!("is required with backend = \"redis\": set it or {ENV_REDIS_URL}"),
+                )
+            })?,
         },
     };
     if section.prefix.is_empty() {
@@ -84,3 +115,23 @@ pub(crate) fn store(
         leader_ttl: duration("store.leader_ttl", &section.leader_ttl)?,
     })
 }
+
+/// A store URL with its password (or its whole user information, when it has no `:`) replaced
+/// by `****`: `redis://user:****@host:6379/0`. The last `@` ends the user information, so a
+/// password holding an unescaped `@` or `/` is masked whole too.
+pub fn masked_url(url: &str) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let Some(at) = url[start..].rfind('@').map(|i| i + start) else {
+        return url.to_owned();
+    };
+    let user = match url[start..at].split_once(':') {
+        Some((user, _)) => format!("{user}:"),
+        None => String::new(),
+    };
+    format!("{}{user}****{}", &url[..start], &url[at..])
+}
+
+#[cfg(test)]
+mod tests;
