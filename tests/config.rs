@@ -887,3 +887,105 @@ fn the_binary_prints_the_store_url_masked() {
     );
     assert!(!stdout.contains("s3cr") && !stderr.contains("s3cr"));
 }
+
+#[test]
+fn the_autopilot_is_off_by_default_and_its_keys_are_checked_and_named() {
+    use waitroom::core::autopilot::Settings;
+    let (config, _) = Config::parse(&minimal(""), &with_secrets(), false).unwrap();
+    assert!(!config.autopilot.enabled);
+    assert_eq!(config.autopilot.settings, Settings::default());
+
+    let with = |lines: &str| format!("{}[autopilot]\n{lines}\n", minimal(""));
+    let (config, _) = Config::parse(
+        &with(
+            "enabled = true\nlatency_target = \"400ms\"\nerror_rate_max = 0.05\nwindow = \"20s\"\n\
+             min_active_users = 1\nmax_active_users = 50\nmin_interval = \"30s\"\n\
+             hysteresis = 0.3\nmin_requests = 200\nexclude = [\"/export/*\", \"*.zip\"]",
+        ),
+        &with_secrets(),
+        false,
+    )
+    .unwrap();
+    let a = &config.autopilot;
+    assert!(a.enabled);
+    assert_eq!(a.settings.latency_target.as_millis(), 400);
+    assert_eq!(a.settings.window.as_secs(), 20);
+    assert_eq!(a.settings.min_interval.as_secs(), 30);
+    assert_eq!(
+        (a.settings.min_active_users, a.settings.max_active_users),
+        (1, 50)
+    );
+    assert_eq!(a.settings.min_requests, 200);
+    assert!(a.exclude[0].matches("/export/orders.csv") && a.exclude[1].matches("/a.zip"));
+    // The room's 2 lies outside 10..=2000 (the defaults): the controller clamps, no error.
+    assert!(Config::parse(&with("enabled = true"), &with_secrets(), false).is_ok());
+
+    for (lines, key) in [
+        ("latency_target = \"0s\"", "autopilot.latency_target"),
+        ("error_rate_max = 0.0", "autopilot.error_rate_max"),
+        ("window = \"1h\"", "autopilot.window"),
+        ("min_active_users = 0", "autopilot.min_active_users"),
+        (
+            "min_active_users = 100\nmax_active_users = 99",
+            "autopilot.max_active_users",
+        ),
+        ("min_interval = \"forever\"", "autopilot.min_interval"),
+        ("hysteresis = -0.1", "autopilot.hysteresis"),
+        ("min_requests = 5", "autopilot.min_requests"),
+        ("exclude = [\"/a/../b\"]", "autopilot.exclude"),
+        ("exclude = [\"a\"]", "autopilot.exclude"),
+        ("enable = true", "enable"),
+    ] {
+        let e = error_of(&with(lines));
+        assert!(e.contains(key), "{key}: {e}");
+    }
+}
+
+/// Every key a section has (with its default) is shown in config/drop.toml, set or commented.
+#[test]
+fn drop_toml_documents_every_key_of_every_section() {
+    use waitroom::config::file::{
+        AdminSection, AutopilotSection, ListenSection, LogSection, PageSection, PassSection,
+        RateLimitSection, StoreSection, TurnstileSection,
+    };
+    let drop =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/drop.toml")).unwrap();
+    let section_text = |name: &str| -> String {
+        let start = drop
+            .find(&format!("[{name}]\n"))
+            .unwrap_or_else(|| panic!("no [{name}] in drop.toml"));
+        let rest = &drop[start + name.len() + 3..];
+        let end = rest.find("\n[").unwrap_or(rest.len());
+        rest[..end].to_owned()
+    };
+    let sections = [
+        ("listen", serde_json::to_value(ListenSection::default())),
+        ("pass", serde_json::to_value(PassSection::default())),
+        ("store", serde_json::to_value(StoreSection::default())),
+        ("admin", serde_json::to_value(AdminSection::default())),
+        ("page", serde_json::to_value(PageSection::default())),
+        ("log", serde_json::to_value(LogSection::default())),
+        (
+            "rate_limit",
+            serde_json::to_value(RateLimitSection::default()),
+        ),
+        (
+            "autopilot",
+            serde_json::to_value(AutopilotSection::default()),
+        ),
+        (
+            "turnstile",
+            serde_json::to_value(TurnstileSection::default()),
+        ),
+    ];
+    for (name, keys) in sections {
+        let text = section_text(name);
+        for key in keys.unwrap().as_object().unwrap().keys() {
+            let shown = text.lines().any(|l| {
+                let l = l.trim_start_matches("# ");
+                l.starts_with(&format!("{key} = "))
+            });
+            assert!(shown, "config/drop.toml does not show {name}.{key}");
+        }
+    }
+}

@@ -27,6 +27,8 @@ pub struct ConfigFile {
     pub turnstile: Option<TurnstileSection>,
     #[serde(default)]
     pub rate_limit: RateLimitSection,
+    #[serde(default)]
+    pub autopilot: AutopilotSection,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -389,6 +391,49 @@ impl Default for RateLimitSection {
             burst: None,
             max_live_tickets_per_ip: 500,
             ipv6_prefix: 56,
+        }
+    }
+}
+
+/// `[autopilot]`: total_active_users (and the rate with it) steered by the origin's latency and
+/// errors. Off unless `enabled`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AutopilotSection {
+    pub enabled: bool,
+    /// The p95 of the origin's latency over a window, not to exceed.
+    pub latency_target: String,
+    /// The share of failed origin exchanges not to exceed (0.02: 2 %).
+    pub error_rate_max: f64,
+    pub window: String,
+    pub min_active_users: u64,
+    pub max_active_users: u64,
+    /// The least time between two changes.
+    pub min_interval: String,
+    /// The capacity only rises while p95 and errors are below their limits by this fraction.
+    pub hysteresis: f64,
+    /// Origin exchanges a window needs before it is judged.
+    pub min_requests: u64,
+    /// Paths whose origin exchanges are not judged (like `room.bypass`: `*` matches anything).
+    pub exclude: Vec<String>,
+}
+
+/// The controller's own defaults, so the file and the core cannot drift apart.
+impl Default for AutopilotSection {
+    fn default() -> Self {
+        let core = crate::core::autopilot::Settings::default();
+        let text = |d| humantime::format_duration(d).to_string();
+        Self {
+            enabled: false,
+            latency_target: text(core.latency_target),
+            error_rate_max: core.error_rate_max,
+            window: text(core.window),
+            min_active_users: core.min_active_users,
+            max_active_users: core.max_active_users,
+            min_interval: text(core.min_interval),
+            hysteresis: core.hysteresis,
+            min_requests: core.min_requests,
+            exclude: Vec::new(),
         }
     }
 }

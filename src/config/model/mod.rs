@@ -1,6 +1,7 @@
 //! The validated internal model, one module per section of the file. Each module checks its
 //! section and names the key of every error; `Config::from_file_in` only puts them together.
 
+mod autopilot;
 mod bypass;
 mod canonical;
 mod listen;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use autopilot::AutopilotConfig;
 pub use bypass::{CookieRule, HeaderRule, MIN_BYPASS_SECRET_CHARS};
 pub use listen::{
     Cap, ENV_RUNTIME_DIRECTORY, ListenConfig, ListenTls, MAX_KEEPALIVE, PID_FILE_NAME,
@@ -97,6 +99,8 @@ pub struct Config {
     pub custom_page: Option<Arc<CustomPage>>,
     /// `[turnstile]`, when a challenge is on.
     pub turnstile: Option<TurnstileConfig>,
+    /// `[autopilot]`, validated even when off.
+    pub autopilot: AutopilotConfig,
     /// The effective file (defaults filled in, environment applied), for `--test`.
     pub file: ConfigFile,
     /// The file this was loaded from: reloads read it again.
@@ -229,6 +233,7 @@ impl Config {
             branding: page::branding(&file.page, &room.name)?,
             custom_page: page::custom_page(&file.page, base_dir, &mut warnings)?,
             turnstile: turnstile::turnstile(&mut file.turnstile, env, &mut warnings)?,
+            autopilot: autopilot::autopilot(&file.autopilot)?,
             room,
             file,
             source: None,
