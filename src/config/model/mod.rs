@@ -177,25 +177,15 @@ impl Config {
     ) -> Result<(Config, Vec<String>), ConfigError> {
         let env = &NonEmpty(env);
         let mut warnings = Vec::new();
-        let pass_secret = secret(
-            "pass.secret",
-            ENV_JWT_SECRET,
-            &mut file.pass.secret,
-            env,
-            dev,
-            &mut warnings,
-        )?;
-        let admin_token = secret(
-            "admin.token",
-            ENV_ADMIN_TOKEN,
-            &mut file.admin.token,
-            env,
-            dev,
-            &mut warnings,
-        )?;
+        let mut read_secret = |key, name, value: &mut Option<String>| {
+            secret(key, name, value, env, dev, &mut warnings)
+        };
+        let pass_secret = read_secret("pass.secret", ENV_JWT_SECRET, &mut file.pass.secret)?;
+        let admin_token = read_secret("admin.token", ENV_ADMIN_TOKEN, &mut file.admin.token)?;
         check_room_id(&file.room.id)?;
+        let room_host = file.room.host.as_deref();
         let route = Route {
-            host: (file.room.host.as_deref())
+            host: room_host
                 .map(|h| canonical::host("room.host", h))
                 .transpose()?,
             path: canonical::room_path(&file.room.path)?,
