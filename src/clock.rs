@@ -5,6 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use jiff::Timestamp;
+use jiff::fmt::temporal::DateTimePrinter;
+
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
@@ -56,112 +59,35 @@ impl Clock for ManualClock {
     }
 }
 
-/// RFC 3339 UTC with milliseconds, the form Cloudflare uses for `lastUpdated`.
+/// RFC 3339 UTC with milliseconds, the form Cloudflare uses for `lastUpdated`. Times beyond the
+/// years -9999..=9999 are written as the nearest of those.
 pub fn rfc3339_ms(at: Millis) -> String {
-    let secs = at.div_euclid(1000);
-    let ms = at.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    let at = Timestamp::from_millisecond(at).unwrap_or(match at {
+        ..0 => Timestamp::MIN,
+        _ => Timestamp::MAX,
+    });
+    DateTimePrinter::new()
+        .precision(Some(3))
+        .timestamp_to_string(&at)
 }
 
 /// Parses an RFC 3339 time stamp ("2026-12-01T10:00:00Z", "2026-12-01T11:00:00.5+01:00") into
-/// milliseconds since the Unix epoch.
+/// milliseconds since the Unix epoch: a 'T' between date and time (no space), a 'Z' or a
+/// `+hh:mm`/`-hh:mm` offset, up to nanoseconds (beyond milliseconds dropped), a leap second
+/// read as :59.
 pub fn parse_rfc3339(text: &str) -> Result<Millis, String> {
-    let bad = || format!("{text:?} is not an RFC 3339 time like \"2026-12-01T10:00:00Z\"");
-    let b = text.trim().as_bytes();
-    let digits = |from: usize, len: usize| -> Result<i64, String> {
-        let part = b.get(from..from + len).ok_or_else(bad)?;
-        if !part.iter().all(u8::is_ascii_digit) {
-            return Err(bad());
-        }
-        Ok(part.iter().fold(0, |n, d| n * 10 + i64::from(d - b'0')))
+    // RFC 3339 allows 't' and 'z' in lower case, where strptime matches its literals exactly;
+    // and %:z reads a numeric offset only.
+    let upper = text.trim().to_ascii_uppercase();
+    let numeric = match upper.strip_suffix('Z') {
+        Some(utc) => format!("{utc}+00:00"),
+        None => upper,
     };
-    let at = |i: usize, c: u8| b.get(i).is_some_and(|x| x.eq_ignore_ascii_case(&c));
-    if !(at(4, b'-') && at(7, b'-') && at(10, b'T') && at(13, b':') && at(16, b':')) {
-        return Err(bad());
-    }
-    let (year, month, day) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
-    let (hour, minute, second) = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
-    if !(1..=12).contains(&month)
-        || !(1..=days_in_month(year, month)).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return Err(bad());
-    }
-    let mut i = 19;
-    let mut ms = 0;
-    if at(i, b'.') {
-        let start = i + 1;
-        i = start;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == start {
-            return Err(bad());
-        }
-        let scale = [100, 10, 1];
-        for (k, d) in b[start..i.min(start + 3)].iter().enumerate() {
-            ms += i64::from(d - b'0') * scale[k];
-        }
-    }
-    let offset_minutes = if at(i, b'Z') && i + 1 == b.len() {
-        0
-    } else if (at(i, b'+') || at(i, b'-')) && at(i + 3, b':') && i + 6 == b.len() {
-        let (h, m) = (digits(i + 1, 2)?, digits(i + 4, 2)?);
-        if h > 23 || m > 59 {
-            return Err(bad());
-        }
-        let sign = if at(i, b'-') { -1 } else { 1 };
-        sign * (h * 60 + m)
-    } else {
-        return Err(bad());
-    };
-    let days = days_from_civil(year, month, day);
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + second.min(59) - offset_minutes * 60;
-    Ok(secs * 1000 + ms)
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// The inverse of `civil_from_days` (Howard Hinnant's days-from-civil).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    Timestamp::strptime("%Y-%m-%dT%H:%M:%S%.f%:z", &numeric)
+        .map(|t| t.as_millisecond())
+        .map_err(|e| {
+            format!("{text:?} is not an RFC 3339 time like \"2026-12-01T10:00:00Z\" ({e})")
+        })
 }
 
 #[cfg(test)]
@@ -171,6 +97,9 @@ mod tests {
     #[test]
     fn formats_rfc3339_with_millis() {
         assert_eq!(rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_ms(-1), "1969-12-31T23:59:59.999Z");
+        assert!(rfc3339_ms(Millis::MAX).starts_with("9999-"));
+        assert!(rfc3339_ms(Millis::MIN).starts_with("-009999-"));
         assert_eq!(rfc3339_ms(1_596_498_360_000), "2020-08-03T23:46:00.000Z");
         assert_eq!(rfc3339_ms(951_782_400_123), "2000-02-29T00:00:00.123Z");
     }
@@ -189,6 +118,20 @@ mod tests {
             Ok(1_596_498_360_500)
         );
         assert_eq!(parse_rfc3339("2020-08-03T23:46:00Z"), Ok(1_596_498_360_000));
+        assert_eq!(
+            parse_rfc3339(" 2020-08-03t23:46:00.123456z "),
+            Ok(1_596_498_360_123),
+            "lower case t and z, sub-millisecond digits dropped"
+        );
+        assert_eq!(
+            parse_rfc3339("2020-08-04T05:16:00+05:30"),
+            Ok(1_596_498_360_000)
+        );
+        assert_eq!(
+            parse_rfc3339("2016-12-31T23:59:60Z"),
+            parse_rfc3339("2016-12-31T23:59:59Z"),
+            "a leap second"
+        );
         for bad in [
             "",
             "2020-08-03",
@@ -199,6 +142,9 @@ mod tests {
             "2020-08-03T23:46:00.Z",
             "2020-08-03T23:46:00+0200",
             "2020-08-03T23:46:00Zjunk",
+            "2020-08-03T23:46:00+02:00Z",
+            "2020-08-03T23:46:00-01",
+            "2020-08-03T23:46:00+02:00[Europe/Paris]",
         ] {
             assert!(parse_rfc3339(bad).is_err(), "{bad}");
         }

@@ -578,7 +578,7 @@ impl PageLanguage {
 /// speak, an exact tag first, else the same language ("es-MX" gets es-ES, "pt" gets pt-BR).
 /// Traditional Chinese is not answered with Simplified: it falls through to the next range.
 pub fn negotiate(accept_language: &str) -> Option<Locale> {
-    let mut ranges: Vec<(f32, usize, &str)> = accept_language
+    let mut ranges: Vec<(u16, usize, &str)> = accept_language
         .split(',')
         .enumerate()
         .filter_map(|(order, part)| {
@@ -588,14 +588,38 @@ pub fn negotiate(accept_language: &str) -> Option<Locale> {
                 return None;
             }
             let weight = pieces
-                .find_map(|p| p.trim().strip_prefix("q="))
-                .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok())?;
-            (weight > 0.0).then_some((weight, order, tag))
+                .find_map(|p| {
+                    let (name, value) = p.split_once('=')?;
+                    name.trim().eq_ignore_ascii_case("q").then_some(value)
+                })
+                .map_or(1000, weight);
+            (weight > 0).then_some((weight, order, tag))
         })
         .collect();
     // Highest weight first; equal weights keep the visitor's order.
-    ranges.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    ranges.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     ranges.into_iter().find_map(|(_, _, tag)| match_range(tag))
+}
+
+/// A q-value (RFC 9110 12.4.2: 0 to 1, at most three decimals) in thousandths. A number above 1
+/// counts as 1, so `q=5` cannot outrank a first choice, and decimals past the third are
+/// dropped. Anything that is not a plain decimal number (`oops`, `-1`, `inf`, `1e3`) is 0: not
+/// acceptable, the one reading that never ranks a range above those the visitor did weigh.
+fn weight(q: &str) -> u16 {
+    let q = q.trim();
+    let (whole, fraction) = q.split_once('.').unwrap_or((q, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) {
+        return 0;
+    }
+    if whole.bytes().any(|b| b != b'0') {
+        return 1000;
+    }
+    fraction
+        .bytes()
+        .chain(std::iter::repeat(b'0'))
+        .take(3)
+        .fold(0, |n, d| n * 10 + u16::from(d - b'0'))
 }
 
 fn match_range(range: &str) -> Option<Locale> {
@@ -778,11 +802,42 @@ mod tests {
         assert_eq!(negotiate("*"), None);
         assert_eq!(negotiate(""), None);
         assert_eq!(negotiate("de;q=oops, it"), Some(Locale::ItIt));
+        assert_eq!(negotiate("it;Q=0.2, de ; q = 0.3"), Some(Locale::DeDe));
         assert_eq!(PageLanguage::Auto.locale_for(Some("ko")), FALLBACK);
         assert_eq!(PageLanguage::Auto.locale_for(None), FALLBACK);
         assert_eq!(
             PageLanguage::Fixed(Locale::JaJp).locale_for(Some("de")),
             Locale::JaJp
         );
+    }
+
+    #[test]
+    fn q_values_are_clamped_to_one_and_malformed_ones_are_not_acceptable() {
+        // Above 1 counts as 1: order decides between equals.
+        assert_eq!(negotiate("fr, de;q=5"), Some(Locale::FrFr));
+        assert_eq!(negotiate("fr;q=1, de;q=1.5"), Some(Locale::FrFr));
+        assert_eq!(negotiate("de;q=5, fr"), Some(Locale::DeDe));
+        for malformed in ["inf", "NaN", "-1", "1e3", "", ".5", "0:5", "0.5x"] {
+            assert_eq!(
+                negotiate(&format!("de;q={malformed}, it;q=0.1")),
+                Some(Locale::ItIt),
+                "q={malformed}"
+            );
+        }
+        for (q, thousandths) in [
+            ("1", 1000),
+            ("1.000", 1000),
+            ("0.5", 500),
+            ("0.125", 125),
+            ("0.1239", 123),
+            ("0", 0),
+            ("0.000", 0),
+            ("00.9", 900),
+            (" 0.8 ", 800),
+            ("2", 1000),
+            ("10.5", 1000),
+        ] {
+            assert_eq!(weight(q), thousandths, "q={q}");
+        }
     }
 }

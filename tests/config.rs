@@ -597,3 +597,395 @@ fn event_errors_name_the_event_and_the_key() {
         "{crawler}"
     );
 }
+
+#[test]
+fn bypass_rules_need_a_secret_and_printing_masks_it() {
+    for (rule, key, how) in [
+        (
+            "bypass_headers = [\"x-staff\"]",
+            "room.bypass_headers",
+            "\"x-staff: <secret>\"",
+        ),
+        (
+            "bypass_cookies = [\"staff_cookie\"]",
+            "room.bypass_cookies",
+            "\"staff_cookie=<secret>\"",
+        ),
+        (
+            "bypass_headers = [\"X-Staff: s3cret\"]",
+            "room.bypass_headers",
+            "at least 16 characters",
+        ),
+        (
+            "bypass_cookies = [\"staff=s3cret\"]",
+            "room.bypass_cookies",
+            "at least 16 characters",
+        ),
+    ] {
+        let e = error_of(&minimal(rule));
+        assert!(
+            e.starts_with(&format!("{key}: ")) && e.contains(how),
+            "{rule}: {e}"
+        );
+    }
+    let text = minimal(
+        "bypass_headers = [\"X-Staff-Key: header-secret-0123\"]\n\
+         bypass_cookies = [\"staff=cookie-secret-0123\"]",
+    );
+    let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+    let room = &config.room;
+    assert_eq!(room.bypass_headers[0].name, "x-staff-key");
+    assert_eq!(room.bypass_headers[0].value, "header-secret-0123");
+    assert!(room.bypass_cookies[0].matches("cookie-secret-0123"));
+    let printed = config.masked_toml();
+    assert!(
+        !printed.contains("header-secret") && !printed.contains("cookie-secret"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("\"X-Staff-Key: ********\"") && printed.contains("\"staff=********\"")
+    );
+}
+
+#[test]
+fn hosts_and_paths_are_canonical_or_refused_with_their_canonical_spelling() {
+    let text = format!(
+        "[listen]\nhosts = [\"WWW.Shop.Example.\", \"[2001:DB8::1]\", \"www.shop.example\"]\n{}",
+        minimal("host = \"Shop.Example.\"\npath = \"/drop/\"")
+    );
+    let (config, warnings) = Config::parse(&text, &with_secrets(), false).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(config.route.host.as_deref(), Some("shop.example"));
+    assert_eq!(config.route.path, "/drop/");
+    assert_eq!(config.hosts, ["www.shop.example", "[2001:db8::1]"]);
+    // Without a room host every host is served: the list is pointless, and said to be.
+    let text = format!("[listen]\nhosts = [\"www.shop.example\"]\n{}", minimal(""));
+    let (_, warnings) = Config::parse(&text, &with_secrets(), false).unwrap();
+    assert!(
+        warnings.iter().any(|w| w.contains("listen.hosts")),
+        "{warnings:?}"
+    );
+
+    let listen = |hosts: &str| format!("[listen]\nhosts = [{hosts}]\n{}", minimal(""));
+    for (text, key, needle) in [
+        (
+            listen("\"shop.example:8443\""),
+            "listen.hosts",
+            "holds a port",
+        ),
+        (
+            listen("\"shop example\""),
+            "listen.hosts",
+            "not a host name",
+        ),
+        (
+            minimal("host = \"shop.example:80\""),
+            "room.host",
+            "holds a port",
+        ),
+        (minimal("host = \"127.1\""), "room.host", "not a host name"),
+        (
+            minimal("path = \"/drop//shoes\""),
+            "room.path",
+            "\"/drop/shoes\"",
+        ),
+        (minimal("path = \"/%64rop\""), "room.path", "\"/drop\""),
+        (minimal("path = \"/drop;v=1\""), "room.path", "';'"),
+        (
+            minimal("bypass = [\"/static/./*\"]"),
+            "room.bypass",
+            "\"/static/*\"",
+        ),
+        (
+            minimal("bypass = [\"/static//*\"]"),
+            "room.bypass",
+            "\"/static/*\"",
+        ),
+        (minimal("bypass = [\"*;*.css\"]"), "room.bypass", "';'"),
+        (
+            minimal("bypass = [\"/a\\\\*\"]"),
+            "room.bypass",
+            "backslash",
+        ),
+        (
+            minimal("bypass = [\"/%7Euser/*\"]"),
+            "room.bypass",
+            "\"/~user/*\"",
+        ),
+    ] {
+        let e = error_of(&text);
+        assert!(
+            e.starts_with(&format!("{key}: ")) && e.contains(needle),
+            "{key}: {e}"
+        );
+    }
+}
+
+#[test]
+fn listen_connection_settings_and_ready_requires_store_are_read_and_checked() {
+    use waitroom::config::model::Cap;
+    let (config, _) = Config::parse(&minimal(""), &with_secrets(), false).unwrap();
+    let c = config.connections;
+    assert_eq!(c.keepalive_timeout.as_secs(), 60);
+    assert_eq!(c.header_timeout.as_secs(), 15);
+    assert_eq!(c.max_connections, Cap::FromFileLimit);
+    assert_eq!(c.max_connections_per_ip, None, "off: carrier NATs");
+    assert_eq!(c.max_event_streams, Cap::FromFileLimit);
+    assert!(!config.admin_ready_requires_store);
+
+    let text = format!(
+        "[listen]\nkeepalive_timeout = \"75s\"\nheader_timeout = \"5s\"\nmax_connections = 20000\n\
+         max_connections_per_ip = 200\nmax_event_streams = 9000\n[admin]\n\
+         ready_requires_store = true\n{}",
+        minimal("")
+    );
+    let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+    let c = config.connections;
+    assert_eq!(
+        (c.keepalive_timeout.as_secs(), c.header_timeout.as_secs()),
+        (75, 5)
+    );
+    assert_eq!(format!("{:?}", c.max_connections), "At(20000)");
+    assert_eq!(c.max_connections_per_ip.map(u64::from), Some(200));
+    assert_eq!(format!("{:?}", c.max_event_streams), "At(9000)");
+    assert!(config.admin_ready_requires_store);
+
+    let listen = |lines: &str| format!("[listen]\n{lines}\n{}", minimal(""));
+    for (text, key) in [
+        (
+            listen("keepalive_timeout = \"0s\""),
+            "listen.keepalive_timeout",
+        ),
+        (
+            listen("keepalive_timeout = \"11m\""),
+            "listen.keepalive_timeout",
+        ),
+        (listen("header_timeout = \"0s\""), "listen.header_timeout"),
+        (listen("header_timeout = \"soon\""), "listen.header_timeout"),
+        (
+            listen("max_connections = 100\nmax_connections_per_ip = 101"),
+            "listen.max_connections_per_ip",
+        ),
+        (listen("max_connections = -1"), "max_connections"),
+        (
+            format!("{}[admin]\nready_requires_store = \"yes\"\n", minimal("")),
+            "ready_requires_store",
+        ),
+    ] {
+        let e = error_of(&text);
+        assert!(e.contains(key), "{key}: {e}");
+    }
+    // Ten minutes is the longest keep-alive allowed.
+    assert!(
+        Config::parse(
+            &listen("keepalive_timeout = \"10m\""),
+            &with_secrets(),
+            false
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn ipv6_clients_are_grouped_by_a_56_bit_prefix_unless_told_otherwise() {
+    let parse = |lines: &str| {
+        let text = format!("{}[rate_limit]\n{lines}\n", minimal(""));
+        Config::parse(&text, &with_secrets(), false)
+    };
+    assert_eq!(parse("").unwrap().0.rate_limit.ipv6_prefix, 56);
+    for bits in [32, 48, 64, 128] {
+        let limits = parse(&format!("ipv6_prefix = {bits}"))
+            .unwrap()
+            .0
+            .rate_limit;
+        assert_eq!(u32::from(limits.ipv6_prefix), bits);
+    }
+    for bits in ["31", "129", "300", "4294967296"] {
+        match parse(&format!("ipv6_prefix = {bits}")) {
+            Err(e) => assert!(e.to_string().contains("ipv6_prefix"), "{bits}: {e}"),
+            Ok(_) => panic!("{bits} accepted"),
+        }
+    }
+}
+
+#[test]
+fn wr_redis_url_replaces_store_url_and_its_password_is_never_printed() {
+    let redis = |url: &str| format!("{}[store]\nbackend = \"redis\"\n{url}\n", minimal(""));
+    let url_of = |config: &Config| match &config.store.backend {
+        waitroom::config::model::Backend::Redis { url } => url.clone(),
+        other => panic!("{other:?}"),
+    };
+    let mut env = with_secrets();
+    env.0.insert(
+        "WR_REDIS_URL",
+        "redis://proxy:env-password@redis.internal:6379/2",
+    );
+    let (config, _) = Config::parse(
+        &redis("url = \"redis://:file-password@redis.internal:6379/0\""),
+        &env,
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        url_of(&config),
+        "redis://proxy:env-password@redis.internal:6379/2",
+        "the environment wins over the file"
+    );
+    let printed = config.masked_toml();
+    assert!(
+        !printed.contains("env-password") && !printed.contains("file-password"),
+        "{printed}"
+    );
+    assert!(printed.contains("url = \"redis://proxy:****@redis.internal:6379/2\""));
+    assert!(!format!("{config:?}").contains("env-password"));
+
+    // An empty variable is unset; a user name with a password, or a password alone, both read.
+    env.0.insert("WR_REDIS_URL", "");
+    for url in [
+        "redis://user:password@127.0.0.1:6379/0",
+        "redis://:password@127.0.0.1:6379/0",
+    ] {
+        let (config, _) = Config::parse(&redis(&format!("url = \"{url}\"")), &env, false).unwrap();
+        assert_eq!(url_of(&config), url);
+        let printed = config.masked_toml();
+        assert!(!printed.contains("password@"), "{printed}");
+    }
+    let e = error_of_with(&redis(""), &env);
+    assert!(
+        e.starts_with("store.url: ") && e.contains("WR_REDIS_URL"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_binary_prints_the_store_url_masked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("drop.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{}[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:6379/0\"\n",
+            minimal("")
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
+        .args(["--config".as_ref(), path.as_os_str(), "--test".as_ref()])
+        .env("WR_JWT_SECRET", SECRET)
+        .env("WR_ADMIN_TOKEN", TOKEN)
+        .env("WR_REDIS_URL", "rediss://:s3cr%40t-in-env@127.0.0.1:6380/0")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("url = \"rediss://:****@127.0.0.1:6380/0\""),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("s3cr") && !stderr.contains("s3cr"));
+}
+
+#[test]
+fn the_autopilot_is_off_by_default_and_its_keys_are_checked_and_named() {
+    use waitroom::core::autopilot::Settings;
+    let (config, _) = Config::parse(&minimal(""), &with_secrets(), false).unwrap();
+    assert!(!config.autopilot.enabled);
+    assert_eq!(config.autopilot.settings, Settings::default());
+
+    let with = |lines: &str| format!("{}[autopilot]\n{lines}\n", minimal(""));
+    let (config, _) = Config::parse(
+        &with(
+            "enabled = true\nlatency_target = \"400ms\"\nerror_rate_max = 0.05\nwindow = \"20s\"\n\
+             min_active_users = 1\nmax_active_users = 50\nmin_interval = \"30s\"\n\
+             hysteresis = 0.3\nmin_requests = 200\nexclude = [\"/export/*\", \"*.zip\"]",
+        ),
+        &with_secrets(),
+        false,
+    )
+    .unwrap();
+    let a = &config.autopilot;
+    assert!(a.enabled);
+    assert_eq!(a.settings.latency_target.as_millis(), 400);
+    assert_eq!(a.settings.window.as_secs(), 20);
+    assert_eq!(a.settings.min_interval.as_secs(), 30);
+    assert_eq!(
+        (a.settings.min_active_users, a.settings.max_active_users),
+        (1, 50)
+    );
+    assert_eq!(a.settings.min_requests, 200);
+    assert!(a.exclude[0].matches("/export/orders.csv") && a.exclude[1].matches("/a.zip"));
+    // The room's 2 lies outside 10..=2000 (the defaults): the controller clamps, no error.
+    assert!(Config::parse(&with("enabled = true"), &with_secrets(), false).is_ok());
+
+    for (lines, key) in [
+        ("latency_target = \"0s\"", "autopilot.latency_target"),
+        ("error_rate_max = 0.0", "autopilot.error_rate_max"),
+        ("window = \"1h\"", "autopilot.window"),
+        ("min_active_users = 0", "autopilot.min_active_users"),
+        (
+            "min_active_users = 100\nmax_active_users = 99",
+            "autopilot.max_active_users",
+        ),
+        ("min_interval = \"forever\"", "autopilot.min_interval"),
+        ("hysteresis = -0.1", "autopilot.hysteresis"),
+        ("min_requests = 5", "autopilot.min_requests"),
+        ("exclude = [\"/a/../b\"]", "autopilot.exclude"),
+        ("exclude = [\"a\"]", "autopilot.exclude"),
+        ("enable = true", "enable"),
+    ] {
+        let e = error_of(&with(lines));
+        assert!(e.contains(key), "{key}: {e}");
+    }
+}
+
+/// Every key a section has (with its default) is shown in config/drop.toml, set or commented.
+#[test]
+fn drop_toml_documents_every_key_of_every_section() {
+    use waitroom::config::file::{
+        AdminSection, AutopilotSection, ListenSection, LogSection, PageSection, PassSection,
+        RateLimitSection, StoreSection, TurnstileSection,
+    };
+    let drop =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/drop.toml")).unwrap();
+    let section_text = |name: &str| -> String {
+        let start = drop
+            .find(&format!("[{name}]\n"))
+            .unwrap_or_else(|| panic!("no [{name}] in drop.toml"));
+        let rest = &drop[start + name.len() + 3..];
+        let end = rest.find("\n[").unwrap_or(rest.len());
+        rest[..end].to_owned()
+    };
+    let sections = [
+        ("listen", serde_json::to_value(ListenSection::default())),
+        ("pass", serde_json::to_value(PassSection::default())),
+        ("store", serde_json::to_value(StoreSection::default())),
+        ("admin", serde_json::to_value(AdminSection::default())),
+        ("page", serde_json::to_value(PageSection::default())),
+        ("log", serde_json::to_value(LogSection::default())),
+        (
+            "rate_limit",
+            serde_json::to_value(RateLimitSection::default()),
+        ),
+        (
+            "autopilot",
+            serde_json::to_value(AutopilotSection::default()),
+        ),
+        (
+            "turnstile",
+            serde_json::to_value(TurnstileSection::default()),
+        ),
+    ];
+    for (name, keys) in sections {
+        let text = section_text(name);
+        for key in keys.unwrap().as_object().unwrap().keys() {
+            let shown = text.lines().any(|l| {
+                let l = l.trim_start_matches("# ");
+                l.starts_with(&format!("{key} = "))
+            });
+            assert!(shown, "config/drop.toml does not show {name}.{key}");
+        }
+    }
+}

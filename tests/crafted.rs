@@ -426,3 +426,28 @@ async fn a_response_that_sets_a_pass_is_never_stored_by_a_shared_cache() {
     let waiting = get(proxy.port, "/cached", None).await;
     assert_eq!(waiting.header("cache-control"), Some("no-store"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_sites_the_proxy_fronts_are_listed_and_forwarded_as_they_are() {
+    let (proxy, _pass) = full_room("", "hosts = [\"Static.Example.com.\"]", "").await;
+    let listed = raw(
+        proxy.port,
+        &[
+            "GET /a.png HTTP/1.1",
+            "Host: static.example.com",
+            "Connection: close",
+        ],
+    )
+    .await;
+    assert!(listed.answered_by_origin("/a.png"), "{}", listed.text);
+    let other = raw(
+        proxy.port,
+        &[
+            "GET /a.png HTTP/1.1",
+            "Host: www.example.com",
+            "Connection: close",
+        ],
+    )
+    .await;
+    assert_eq!(other.status, 421);
+}

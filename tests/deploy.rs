@@ -13,8 +13,8 @@ use std::process::Command;
 use serde::Deserialize;
 use serde_yaml::Value;
 use waitroom::config::model::{
-    Backend, ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_RUNTIME_DIRECTORY, Environment, PID_FILE_NAME,
-    UPGRADE_SOCKET_NAME,
+    Backend, ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_REDIS_URL, ENV_RUNTIME_DIRECTORY, Environment,
+    PID_FILE_NAME, UPGRADE_SOCKET_NAME,
 };
 use waitroom::config::{Config, ConfigError};
 
@@ -226,9 +226,6 @@ fn the_configmap_is_a_valid_redis_room_and_the_deployment_matches_it() {
     assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
 }
 
-/// The variable that replaces store.url (with Redis' password in it). The proxy's side of it is
-/// not in src/config yet: the name is the one the manifests use.
-const ENV_REDIS_URL: &str = "WR_REDIS_URL";
 /// Redis' requirepass in the Secret, expanded into WR_REDIS_URL by Kubernetes.
 const REDIS_PASSWORD: &str = "REDIS_PASSWORD";
 
@@ -374,6 +371,18 @@ fn redis_asks_for_a_password_and_the_proxy_sends_it_in_wr_redis_url() {
         panic!("not redis")
     };
     assert_eq!(rest, file_url.trim_start_matches("redis://"));
+
+    // Given the expanded variable, the proxy connects with it, and never prints the password.
+    let toml = text(&k.get("ConfigMap", "waitroom-config")["data"]["drop.toml"]);
+    let expanded = url.replace(&format!("$({REDIS_PASSWORD})"), "pw-from-the-secret");
+    let mut with_url = secrets();
+    with_url.0.insert(ENV_REDIS_URL.into(), expanded.clone());
+    let (config, warnings) = Config::parse(toml, &with_url, false).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(config.store.backend, Backend::Redis { url: expanded });
+    let printed = config.masked_toml();
+    assert!(!printed.contains("pw-from-the-secret"), "{printed}");
+    assert!(printed.contains("url = \"redis://:****@waitroom-redis:6379/0\""));
 }
 
 #[test]
@@ -741,7 +750,7 @@ fn the_systemd_unit_is_hardened_and_agrees_with_the_binary() {
         .collect();
     assert_eq!(
         names,
-        BTreeSet::from([ENV_JWT_SECRET, ENV_ADMIN_TOKEN, "RUST_LOG"])
+        BTreeSet::from([ENV_JWT_SECRET, ENV_ADMIN_TOKEN, ENV_REDIS_URL, "RUST_LOG"])
     );
 
     // Under RuntimeDirectory=, the shipped drop.toml hands over through that directory and

@@ -338,7 +338,7 @@ async fn on_redis_the_live_cap_is_shared_and_frees_when_a_ticket_leaves() {
     let office = "2001:db8:7:7::1";
     let mut a = from(&on[0], office);
     assert!(got_ticket(&a.get_json("/").await));
-    // Another address of the same /64, on the other instance.
+    // Another address of the same network (/56 by default), on the other instance.
     let mut b = from(&on[1], "2001:db8:7:7::2");
     assert!(got_ticket(&b.get_json("/").await));
     for p in &on {
@@ -347,7 +347,7 @@ async fn on_redis_the_live_cap_is_shared_and_frees_when_a_ticket_leaves() {
         assert_eq!(refused.json()["reason"], "live");
     }
     assert!(got_ticket(
-        &from(&on[0], "2001:db8:7:8::1").get_json("/").await
+        &from(&on[0], "2001:db8:7:100::1").get_json("/").await
     ));
     assert_eq!(b.get_json("/").await.status, 200, "b still waits");
     a.leave().await;

@@ -856,8 +856,9 @@ async fn eventually_the_loop_admits_without_help() {
 async fn staff_and_monitoring_skip_the_room_by_address_header_or_cookie() {
     let rules = "total_active_users = 1\nnew_users_per_minute = 100\n\
                  bypass_ips = [\"203.0.113.0/24\"]\n\
-                 bypass_headers = [\"X-Monitoring\", \"X-Staff-Key: s3cret\"]\n\
-                 bypass_cookies = [\"staff_session\"]";
+                 bypass_headers = [\"X-Monitoring: monitor-0123456789\", \
+                                   \"X-Staff-Key: s3cret-0123456789\"]\n\
+                 bypass_cookies = [\"staff_session=session-0123456789\"]";
     let origin = common::origin::StubOrigin::start();
     let trusted = TestProxy::start_sections(
         origin.addr,
@@ -911,11 +912,16 @@ async fn staff_and_monitoring_skip_the_room_by_address_header_or_cookie() {
     .await;
     assert!(!reached);
     for (headers, passes) in [
-        (vec![("x-monitoring", "1")], true),
-        (vec![("x-staff-key", "s3cret")], true),
-        (vec![("x-staff-key", "guess")], false),
-        (vec![("cookie", "a=1; staff_session=abc")], true),
-        (vec![("cookie", "staff_sessionx=abc")], false),
+        (vec![("x-monitoring", "monitor-0123456789")], true),
+        (vec![("x-monitoring", "1")], false),
+        (vec![("x-staff-key", "s3cret-0123456789")], true),
+        (vec![("x-staff-key", "s3cret")], false),
+        (
+            vec![("cookie", "a=1; staff_session=session-0123456789")],
+            true,
+        ),
+        (vec![("cookie", "staff_session=abc")], false),
+        (vec![("cookie", "staff_sessionx=session-0123456789")], false),
     ] {
         let (reached, _) = get(untrusted.base.clone(), headers.clone()).await;
         assert_eq!(reached, passes, "{headers:?}");

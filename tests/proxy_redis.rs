@@ -443,6 +443,12 @@ async fn a_redis_outage_is_survived_closed_or_open_and_recovered_without_restart
         |store_extra: &str| format!("{}\n[rate_limit]\n", redis_section(&redis, store_extra));
     let closed = TestProxy::start_real_time(&origin, room, &limited(""));
     let open = TestProxy::start_real_time(&origin, room, &limited("on_error = \"open\""));
+    // Lines before the first section header belong to [admin].
+    let strict = TestProxy::start_real_time(
+        &origin,
+        room,
+        &format!("ready_requires_store = true\n{}", limited("")),
+    );
     let mut inside = closed.visitor();
     assert!(inside.get("/").await.reached_origin());
     let mut waiting = closed.visitor();
@@ -483,6 +489,11 @@ async fn a_redis_outage_is_survived_closed_or_open_and_recovered_without_restart
         .unwrap();
     assert!(verbose.starts_with("[+]store failed: "), "{verbose}");
     assert!(verbose.ends_with("readyz check passed\n"), "{verbose}");
+    assert_eq!(
+        ready(&strict).await,
+        503,
+        "ready_requires_store: unready without the store"
+    );
     let metrics = closed.metrics().await;
     assert!(
         metrics.contains("waitroom_store_up{room=\"test-room\"} 0"),
@@ -495,6 +506,10 @@ async fn a_redis_outage_is_survived_closed_or_open_and_recovered_without_restart
             .metrics()
             .await
             .contains("waitroom_store_up{room=\"test-room\"} 1")
+    })
+    .await;
+    eventually("the strict instance is ready again", || async {
+        ready(&strict).await == 200
     })
     .await;
     assert_eq!(position(&closed, &mut waiting).await, 1);

@@ -586,7 +586,7 @@ async fn an_idle_address_costs_nothing_in_redis() {
         per_minute: 120,
         burst: 2,
         max_live: 0,
-        ipv6_prefix: 64,
+        ipv6_prefix: 56,
     };
     for i in 0..50 {
         let ip = format!("192.0.2.{i}");
@@ -609,7 +609,7 @@ async fn an_idle_address_costs_nothing_in_redis() {
         per_minute: 0,
         burst: 0,
         max_live: 5,
-        ipv6_prefix: 64,
+        ipv6_prefix: 56,
     };
     room.claim_ticket("2001:db8::/64", "t", &capped)
         .await

@@ -678,8 +678,8 @@ session_duration = "10m"
 queueing_method = "random"
 bypass = ["/static/*"]
 bypass_ips = ["203.0.113.0/24"]
-bypass_headers = ["X-Monitoring"]
-bypass_cookies = ["staff"]
+bypass_headers = ["X-Monitoring: monitor-0123456789abcdef"]
+bypass_cookies = ["staff=staff-0123456789abcdef"]
 bypass_verified_crawlers = true
 [[room.events]]
 name = "drop-1000"

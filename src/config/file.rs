@@ -27,6 +27,8 @@ pub struct ConfigFile {
     pub turnstile: Option<TurnstileSection>,
     #[serde(default)]
     pub rate_limit: RateLimitSection,
+    #[serde(default)]
+    pub autopilot: AutopilotSection,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -49,6 +51,19 @@ pub struct ListenSection {
     pub pid_file: Option<String>,
     /// Proxies (load balancers, CDNs) whose X-Forwarded-For is believed, as addresses or ranges.
     pub trusted_proxies: Vec<String>,
+    /// Host names served besides the room's `host`: once a room names a host, requests for any
+    /// other host are refused (421).
+    pub hosts: Vec<String>,
+    /// An idle keep-alive connection is closed after this long.
+    pub keepalive_timeout: String,
+    /// A request's head must have arrived this long after its first byte.
+    pub header_timeout: String,
+    /// Open visitor connections at most; 0: derived from the open-file limit at start.
+    pub max_connections: u64,
+    /// Open connections per client address at most; 0: no limit.
+    pub max_connections_per_ip: u64,
+    /// Open `/__waitroom/events` streams at most; 0: derived from the open-file limit at start.
+    pub max_event_streams: u64,
 }
 
 impl Default for ListenSection {
@@ -62,6 +77,12 @@ impl Default for ListenSection {
             trusted_proxies: Vec::new(),
             upgrade_socket: None,
             pid_file: None,
+            hosts: Vec::new(),
+            keepalive_timeout: "60s".into(),
+            header_timeout: "15s".into(),
+            max_connections: 0,
+            max_connections_per_ip: 0,
+            max_event_streams: 0,
         }
     }
 }
@@ -134,10 +155,10 @@ pub struct RoomSection {
     /// Client addresses or ranges that skip the room (staff offices, monitoring).
     #[serde(default)]
     pub bypass_ips: Vec<String>,
-    /// Headers that skip the room: "Name" (present) or "Name: value" (exactly that value).
+    /// Headers that skip the room: "Name: secret", the header with exactly that value.
     #[serde(default)]
     pub bypass_headers: Vec<String>,
-    /// Cookies whose presence skips the room (a staff session).
+    /// Cookies that skip the room: "name=secret", the cookie with exactly that value.
     #[serde(default)]
     pub bypass_cookies: Vec<String>,
     /// Search-engine crawlers skip the room, uncounted, when both their User-Agent and their
@@ -215,7 +236,7 @@ impl Default for PassSection {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreSection {
     pub backend: String,
@@ -227,6 +248,21 @@ pub struct StoreSection {
     pub command_timeout: String,
     /// How long the admission leadership lasts without renewal.
     pub leader_ttl: String,
+}
+
+/// By hand: `url` may hold the store's password, and a debug print must not show it.
+impl std::fmt::Debug for StoreSection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreSection")
+            .field("backend", &self.backend)
+            .field("prefix", &self.prefix)
+            .field("url", &self.url.as_deref().map(super::model::masked_url))
+            .field("on_error", &self.on_error)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .field("leader_ttl", &self.leader_ttl)
+            .finish()
+    }
 }
 
 impl Default for StoreSection {
@@ -249,6 +285,10 @@ pub struct AdminSection {
     pub address: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// /readyz also answers 503 while the store is unreachable. Off by default: a store outage
+    /// would otherwise take every instance out of the load balancer at once, while they can
+    /// still serve pass holders and queue newcomers (`on_error`).
+    pub ready_requires_store: bool,
 }
 
 impl Default for AdminSection {
@@ -256,6 +296,7 @@ impl Default for AdminSection {
         Self {
             address: "127.0.0.1:9091".into(),
             token: None,
+            ready_requires_store: false,
         }
     }
 }
@@ -325,7 +366,8 @@ impl Default for LogSection {
     }
 }
 
-/// Limits on new tickets per client address (an IPv4 address, or an IPv6 /64); 0 turns each off.
+/// Limits on new tickets per client address (an IPv4 address, or an IPv6 network of
+/// `ipv6_prefix` bits); 0 turns each off.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RateLimitSection {
@@ -335,6 +377,8 @@ pub struct RateLimitSection {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub burst: Option<u64>,
     pub max_live_tickets_per_ip: u64,
+    /// IPv6 clients are counted by their network of this many leading bits.
+    pub ipv6_prefix: u32,
 }
 
 /// A flood from one address is hundreds of tickets a second; an office behind one NAT at a drop
@@ -346,6 +390,50 @@ impl Default for RateLimitSection {
             tickets_per_ip_per_minute: 60,
             burst: None,
             max_live_tickets_per_ip: 500,
+            ipv6_prefix: 56,
+        }
+    }
+}
+
+/// `[autopilot]`: total_active_users (and the rate with it) steered by the origin's latency and
+/// errors. Off unless `enabled`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AutopilotSection {
+    pub enabled: bool,
+    /// The p95 of the origin's latency over a window, not to exceed.
+    pub latency_target: String,
+    /// The share of failed origin exchanges not to exceed (0.02: 2 %).
+    pub error_rate_max: f64,
+    pub window: String,
+    pub min_active_users: u64,
+    pub max_active_users: u64,
+    /// The least time between two changes.
+    pub min_interval: String,
+    /// The capacity only rises while p95 and errors are below their limits by this fraction.
+    pub hysteresis: f64,
+    /// Origin exchanges a window needs before it is judged.
+    pub min_requests: u64,
+    /// Paths whose origin exchanges are not judged (like `room.bypass`: `*` matches anything).
+    pub exclude: Vec<String>,
+}
+
+/// The controller's own defaults, so the file and the core cannot drift apart.
+impl Default for AutopilotSection {
+    fn default() -> Self {
+        let core = crate::core::autopilot::Settings::default();
+        let text = |d| humantime::format_duration(d).to_string();
+        Self {
+            enabled: false,
+            latency_target: text(core.latency_target),
+            error_rate_max: core.error_rate_max,
+            window: text(core.window),
+            min_active_users: core.min_active_users,
+            max_active_users: core.max_active_users,
+            min_interval: text(core.min_interval),
+            hysteresis: core.hysteresis,
+            min_requests: core.min_requests,
+            exclude: Vec::new(),
         }
     }
 }

@@ -18,9 +18,20 @@ pub struct IpLimits {
     pub burst: u64,
     /// Tickets an address may hold in line at once.
     pub max_live: u64,
-    /// IPv6 clients are counted by their network of this prefix length.
+    /// IPv6 clients are counted by their network of this many leading bits
+    /// ([`MIN_IPV6_PREFIX`]..=[`MAX_IPV6_PREFIX`], 56 by default). One subscriber picks its
+    /// addresses freely in the network its provider delegates, so counting single addresses
+    /// would limit nobody. /56 is the delegation usual for one home subscriber. Longer is
+    /// looser: at /64 (one LAN) the holder of a /48 gets 65 536 budgets. Shorter is stricter:
+    /// at /48, some mobile carriers, which hand each phone a /64 out of a shared block, put
+    /// many subscribers in one budget.
     pub ipv6_prefix: u8,
 }
+
+/// The shortest `ipv6_prefix`: a /32 is a whole provider's allocation.
+pub const MIN_IPV6_PREFIX: u8 = 32;
+/// The longest `ipv6_prefix`: one address.
+pub const MAX_IPV6_PREFIX: u8 = 128;
 
 impl IpLimits {
     pub fn is_off(&self) -> bool {
@@ -180,13 +191,13 @@ mod tests {
         per_minute: 60,
         burst: 3,
         max_live: 0,
-        ipv6_prefix: 64,
+        ipv6_prefix: 56,
     };
     const CAP: IpLimits = IpLimits {
         per_minute: 0,
         burst: 0,
         max_live: 2,
-        ipv6_prefix: 64,
+        ipv6_prefix: 56,
     };
 
     fn nobody_waits(_: &str) -> bool {
@@ -269,7 +280,7 @@ mod tests {
             per_minute: 60,
             burst: 2,
             max_live: 1,
-            ipv6_prefix: 64,
+            ipv6_prefix: 56,
         };
         let waiting = |id: &str| id == "a";
         let mut r = IpRecord::default();

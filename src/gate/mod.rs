@@ -404,8 +404,8 @@ fn bypassed(settings: &RoomSettings, req: &Request<'_>) -> bool {
             .bypass_headers
             .iter()
             .any(|r| r.matches(req.headers))
-        || settings
-            .bypass_cookies
-            .iter()
-            .any(|name| req.cookie(name).is_some())
+        || settings.bypass_cookies.iter().any(|rule| {
+            req.cookie(&rule.name)
+                .is_some_and(|value| rule.matches(value))
+        })
 }

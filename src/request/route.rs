@@ -73,6 +73,30 @@ impl Route {
     }
 }
 
+/// The rooms' routes, most specific first: a request belongs to the first that covers it, so a
+/// room naming the request's host comes before one for any host, then the longest path prefix.
+#[derive(Debug, Clone, Default)]
+pub struct Routes {
+    /// (room index, route), most specific first.
+    ordered: Vec<(usize, Route)>,
+}
+
+impl Routes {
+    pub fn new(routes: impl IntoIterator<Item = Route>) -> Self {
+        let mut ordered: Vec<(usize, Route)> = routes.into_iter().enumerate().collect();
+        ordered.sort_by_key(|(i, r)| (r.host.is_none(), std::cmp::Reverse(r.path.len()), *i));
+        Self { ordered }
+    }
+
+    /// The room the request belongs to, if any covers it.
+    pub fn room_for(&self, host: Option<&str>, path: &str) -> Option<usize> {
+        self.ordered
+            .iter()
+            .find(|(_, route)| route.covers(host, path))
+            .map(|(i, _)| *i)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +138,34 @@ mod tests {
             path: "/".into(),
         };
         assert!(any.covers(None, "/x"));
+    }
+
+    #[test]
+    fn a_request_belongs_to_the_most_specific_room() {
+        let route = |host: Option<&str>, path: &str| Route {
+            host: host.map(str::to_owned),
+            path: path.into(),
+        };
+        let routes = Routes::new([
+            route(None, "/"),
+            route(None, "/drop"),
+            route(None, "/drop/sneakers"),
+            route(Some("tickets.example"), "/"),
+            route(Some("shop.example"), "/drop"),
+        ]);
+        assert_eq!(
+            routes.room_for(Some("shop.example"), "/drop/sneakers/42"),
+            Some(4)
+        );
+        assert_eq!(
+            routes.room_for(Some("other.example"), "/drop/sneakers/42"),
+            Some(2)
+        );
+        assert_eq!(routes.room_for(None, "/drop/shirts"), Some(1));
+        assert_eq!(routes.room_for(Some("tickets.example"), "/drop"), Some(3));
+        assert_eq!(routes.room_for(Some("shop.example"), "/cart"), Some(0));
+        let narrow = Routes::new([route(Some("shop.example"), "/drop")]);
+        assert_eq!(narrow.room_for(Some("shop.example"), "/cart"), None);
+        assert_eq!(narrow.room_for(None, "/drop"), None);
     }
 }

@@ -59,6 +59,7 @@ fn changed_sections(running: &ConfigFile, fresh: &ConfigFile) -> Vec<&'static st
     check("log", !same(&running.log, &fresh.log));
     check("turnstile", !same(&running.turnstile, &fresh.turnstile));
     check("rate_limit", !same(&running.rate_limit, &fresh.rate_limit));
+    check("autopilot", !same(&running.autopilot, &fresh.autopilot));
     changed
 }
 

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::Config;
-use crate::config::model::Backend;
+use crate::config::model::{Backend, Cap};
 use crate::gate::{Gate, GateParts};
 use crate::proxy::{Front, ProxySettings, WaitroomProxy};
 use crate::request::view::Sites;
@@ -288,13 +288,17 @@ pub fn build(
         pulse: room.pulse.clone(),
         metrics: room.metrics.clone(),
     };
-    let max_event_streams = usize::try_from(open_files.connections()).unwrap_or(usize::MAX);
+    let max_event_streams = match config.connections.max_event_streams {
+        Cap::At(n) => n.get(),
+        Cap::FromFileLimit => open_files.connections(),
+    };
+    let max_event_streams = usize::try_from(max_event_streams).unwrap_or(usize::MAX);
     let mut proxy = pingora_proxy::http_proxy_service_with_name(
         &server.configuration,
         WaitroomProxy::new(
             front,
             ProxySettings {
-                sites: Sites::new([config.route.host.as_deref()], &[]),
+                sites: Sites::new([config.route.host.as_deref()], &config.hosts),
                 origin: config.origin.clone(),
                 access_log: config.log.access,
                 trusted_proxies: config.trusted_proxies.clone(),
@@ -329,7 +333,7 @@ pub fn build(
                 admission: admission.clone(),
                 reloader: reloader.clone(),
                 token: config.admin_token.clone(),
-                ready_requires_store: false,
+                ready_requires_store: config.admin_ready_requires_store,
                 metrics,
             },
         ),

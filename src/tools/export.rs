@@ -239,30 +239,24 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
         ]
     });
     let by_header = settings.bypass_headers.iter().map(|rule| {
-        let expression = match &rule.value {
-            None => format!(
-                "any(http.request.headers.names[*] eq {})",
-                rules_string(&rule.name)
-            ),
-            Some(value) => format!(
-                "any(http.request.headers[{}][*] eq {})",
-                rules_string(&rule.name),
-                rules_string(value)
-            ),
-        };
+        let expression = format!(
+            "any(http.request.headers[{}][*] eq {})",
+            rules_string(&rule.name),
+            rules_string(&rule.value)
+        );
         vec![
             ("description", text(format!("bypass header {}", rule.name))),
             ("expression", text(expression)),
         ]
     });
-    let by_cookie = settings.bypass_cookies.iter().map(|name| {
+    let by_cookie = settings.bypass_cookies.iter().map(|rule| {
         vec![
-            ("description", text(format!("bypass cookie {name}"))),
+            ("description", text(format!("bypass cookie {}", rule.name))),
             (
                 "expression",
                 text(format!(
                     "http.cookie contains {}",
-                    rules_string(&format!("{name}="))
+                    rules_string(&format!("{}={}", rule.name, rule.value))
                 )),
             ),
         ]
@@ -743,8 +737,8 @@ mod tests {
     fn address_header_and_cookie_bypasses_become_rule_expressions() {
         let out = export(
             "bypass_ips = [\"203.0.113.0/24\", \"10.0.0.1\"]\n\
-             bypass_headers = [\"X-Monitoring\", \"X-Staff-Key: s3cret\"]\n\
-             bypass_cookies = [\"staff_session\"]",
+             bypass_headers = [\"X-Monitoring: monitor-0123456789\", \"X-Staff-Key: s3cret-0123456789\"]\n\
+             bypass_cookies = [\"staff_session=0123456789abcdef\"]",
             "",
         );
         let expressions: Vec<String> = parsed(&out)["bypass_rules"]
@@ -760,9 +754,9 @@ mod tests {
             expressions,
             [
                 "ip.src in {203.0.113.0/24 10.0.0.1}",
-                "any(http.request.headers.names[*] eq \"x-monitoring\")",
-                "any(http.request.headers[\"x-staff-key\"][*] eq \"s3cret\")",
-                "http.cookie contains \"staff_session=\"",
+                "any(http.request.headers[\"x-monitoring\"][*] eq \"monitor-0123456789\")",
+                "any(http.request.headers[\"x-staff-key\"][*] eq \"s3cret-0123456789\")",
+                "http.cookie contains \"staff_session=0123456789abcdef\"",
             ]
         );
     }

@@ -424,7 +424,7 @@ pub async fn one_address_is_held_to_its_rate_of_new_tickets<S: Store>(
         per_minute: 60,
         burst: 3,
         max_live: 0,
-        ipv6_prefix: 64,
+        ipv6_prefix: 56,
     };
     let mut allowed = 0;
     let mut refused = 0;
@@ -475,7 +475,7 @@ pub async fn an_address_holds_at_most_its_cap_of_tickets_in_line<S: Store>(
         per_minute: 0,
         burst: 0,
         max_live: 2,
-        ipv6_prefix: 64,
+        ipv6_prefix: 56,
     };
     let l = limits(1, 100);
     let claim = |id: &'static str| store.claim_ticket(ADDRESS, id, &ip);

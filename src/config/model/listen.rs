@@ -1,0 +1,144 @@
+//! `[listen]`: the public listener, the hosts it serves, and how it treats connections.
+
+use std::net::SocketAddr;
+use std::num::NonZeroU64;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::values::{duration, duration_or_zero, non_empty_path, socket_addr};
+use super::{ConfigError, Environment, canonical, invalid};
+use crate::config::file::ListenSection;
+use crate::request::client::Cidr;
+
+/// Set by systemd's `RuntimeDirectory=`: where the upgrade socket and the pid file go by default.
+pub const ENV_RUNTIME_DIRECTORY: &str = "RUNTIME_DIRECTORY";
+pub const UPGRADE_SOCKET_NAME: &str = "upgrade.sock";
+pub const PID_FILE_NAME: &str = "waitroom.pid";
+
+/// The longest keep-alive allowed. Browsers keep an idle connection open for minutes at most,
+/// and a connection kept longer only holds a slot of `max_connections`.
+pub const MAX_KEEPALIVE: Duration = Duration::from_secs(600);
+
+/// The certificate and key of the public listener, which then speaks TLS (HTTP/2 and HTTP/1.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenTls {
+    pub certificate: PathBuf,
+    pub key: PathBuf,
+}
+
+/// How the public listener treats visitors' connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenConfig {
+    /// An idle keep-alive connection is closed after this long (at most [`MAX_KEEPALIVE`]; 75 s
+    /// or less is advised, nginx's default, as a connection idle longer is rarely used again).
+    pub keepalive_timeout: Duration,
+    /// A request's head must arrive within this long of its first byte, or the connection gets
+    /// 408 and is closed: a head sent a byte at a time would otherwise hold it forever.
+    pub header_timeout: Duration,
+    /// Open visitor connections at most.
+    pub max_connections: Cap,
+    /// Open connections per client address at most; `None`: no limit, the default, as a
+    /// carrier's NAT puts thousands of visitors behind one address.
+    pub max_connections_per_ip: Option<NonZeroU64>,
+    /// Open `/__waitroom/events` streams (one per open waiting page) at most.
+    pub max_event_streams: Cap,
+}
+
+/// A limit on open connections: set by the operator, or (0 in the file) derived at start from
+/// the open-file limit the process gets, which is what runs out first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cap {
+    FromFileLimit,
+    At(NonZeroU64),
+}
+
+impl Cap {
+    fn from_file(value: u64) -> Self {
+        NonZeroU64::new(value).map_or(Cap::FromFileLimit, Cap::At)
+    }
+}
+
+/// `[listen]`, validated; `Config` takes its parts as they are.
+pub(crate) struct Listen {
+    pub address: SocketAddr,
+    pub threads: usize,
+    pub tls: Option<ListenTls>,
+    pub grace_period: Duration,
+    pub trusted_proxies: Vec<Cidr>,
+    pub upgrade_socket: Option<PathBuf>,
+    pub pid_file: Option<PathBuf>,
+    pub hosts: Vec<String>,
+    pub connections: ListenConfig,
+}
+
+pub(crate) fn listen(listen: &ListenSection, env: &dyn Environment) -> Result<Listen, ConfigError> {
+    let tls = match (
+        non_empty_path("listen.certificate", listen.certificate.as_deref())?,
+        non_empty_path("listen.key", listen.key.as_deref())?,
+    ) {
+        (Some(certificate), Some(key)) => Some(ListenTls { certificate, key }),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(invalid("listen.key", "is required with listen.certificate"));
+        }
+        (None, Some(_)) => {
+            return Err(invalid("listen.certificate", "is required with listen.key"));
+        }
+    };
+    // Under systemd (RuntimeDirectory=) the hand-over needs no configuration.
+    let runtime_dir = env
+        .var(ENV_RUNTIME_DIRECTORY)
+        .and_then(|dirs| dirs.split(':').next().map(PathBuf::from));
+    let in_runtime_dir = |name: &str| runtime_dir.as_ref().map(|dir| dir.join(name));
+    let mut hosts: Vec<String> = Vec::new();
+    for text in &listen.hosts {
+        let host = canonical::host("listen.hosts", text)?;
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    Ok(Listen {
+        address: socket_addr("listen.address", &listen.address)?,
+        threads: listen.threads,
+        tls,
+        grace_period: duration_or_zero("listen.grace_period", &listen.grace_period)?,
+        trusted_proxies: listen
+            .trusted_proxies
+            .iter()
+            .map(|c| Cidr::parse(c).map_err(|e| invalid("listen.trusted_proxies", e)))
+            .collect::<Result<_, _>>()?,
+        upgrade_socket: non_empty_path("listen.upgrade_socket", listen.upgrade_socket.as_deref())?
+            .or_else(|| in_runtime_dir(UPGRADE_SOCKET_NAME)),
+        pid_file: non_empty_path("listen.pid_file", listen.pid_file.as_deref())?
+            .or_else(|| in_runtime_dir(PID_FILE_NAME)),
+        hosts,
+        connections: connections(listen)?,
+    })
+}
+
+fn connections(listen: &ListenSection) -> Result<ListenConfig, ConfigError> {
+    let keepalive_timeout = duration("listen.keepalive_timeout", &listen.keepalive_timeout)?;
+    if keepalive_timeout > MAX_KEEPALIVE {
+        return Err(invalid(
+            "listen.keepalive_timeout",
+            "must be at most 10m (75s or less is advised)",
+        ));
+    }
+    let max_connections = Cap::from_file(listen.max_connections);
+    let max_connections_per_ip = NonZeroU64::new(listen.max_connections_per_ip);
+    if let (Cap::At(all), Some(per_ip)) = (max_connections, max_connections_per_ip)
+        && per_ip > all
+    {
+        return Err(invalid(
+            "listen.max_connections_per_ip",
+            format!("{per_ip} is above listen.max_connections ({all})"),
+        ));
+    }
+    Ok(ListenConfig {
+        keepalive_timeout,
+        header_timeout: duration("listen.header_timeout", &listen.header_timeout)?,
+        max_connections,
+        max_connections_per_ip,
+        max_event_streams: Cap::from_file(listen.max_event_streams),
+    })
+}

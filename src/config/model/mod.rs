@@ -1,0 +1,237 @@
+//! The validated internal model, one module per section of the file. Each module checks its
+//! section and names the key of every error; `Config::from_file_in` only puts them together.
+
+mod autopilot;
+mod bypass;
+mod canonical;
+mod listen;
+mod log;
+mod origin;
+mod page;
+mod pass;
+mod rate_limit;
+mod room;
+mod secrets;
+mod store;
+mod turnstile;
+mod values;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use autopilot::AutopilotConfig;
+pub use bypass::{CookieRule, HeaderRule, MIN_BYPASS_SECRET_CHARS};
+pub use listen::{
+    Cap, ENV_RUNTIME_DIRECTORY, ListenConfig, ListenTls, MAX_KEEPALIVE, PID_FILE_NAME,
+    UPGRADE_SOCKET_NAME,
+};
+pub use log::{LogConfig, LogFormat};
+pub use origin::OriginConfig;
+pub(crate) use pass::same_site;
+pub use pass::{PassConfig, SameSite};
+pub(crate) use room::check_room_id;
+pub use room::{EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch};
+pub use secrets::{ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES};
+pub use store::{Backend, ENV_REDIS_URL, OnStoreError, StoreConfig, masked_url};
+pub use turnstile::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMode};
+
+use crate::config::file::ConfigFile;
+use crate::core::ip_limit::IpLimits;
+use crate::request::client::Cidr;
+use crate::request::route::Route;
+use crate::respond::custom_page::CustomPage;
+use crate::respond::page::Branding;
+use secrets::{NonEmpty, secret};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {reason}")]
+    Read { path: String, reason: String },
+    #[error("{0}")]
+    Syntax(String),
+    #[error("{key}: {reason}")]
+    Invalid { key: String, reason: String },
+}
+
+pub(crate) fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        reason: reason.into(),
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// Peers whose X-Forwarded-For names the client.
+    pub trusted_proxies: Vec<Cidr>,
+    pub threads: usize,
+    pub tls: Option<ListenTls>,
+    /// How long SIGTERM (or a hand-over) lets requests in flight finish.
+    pub grace_period: Duration,
+    /// Where a process started with `--upgrade` receives the listening sockets.
+    pub upgrade_socket: Option<PathBuf>,
+    /// Written once the listening sockets are ours (after a hand-over too), for systemd.
+    pub pid_file: Option<PathBuf>,
+    /// `listen.hosts`, canonical: served besides `route.host`. Once the room names a host, a
+    /// request for a host in neither is refused (421).
+    pub hosts: Vec<String>,
+    /// The `[listen]` settings of visitors' connections.
+    pub connections: ListenConfig,
+    pub log: LogConfig,
+    pub origin: OriginConfig,
+    pub room_id: String,
+    /// `room.host` (canonical) and `room.path`.
+    pub route: Route,
+    pub room: RoomSettings,
+    pub pass: PassConfig,
+    pub store: StoreConfig,
+    /// `[rate_limit]`: new tickets per client address.
+    pub rate_limit: IpLimits,
+    pub admin_address: SocketAddr,
+    pub admin_token: String,
+    /// `admin.ready_requires_store`: /readyz also answers 503 while the store is unreachable.
+    pub admin_ready_requires_store: bool,
+    pub branding: Branding,
+    /// `[page] template`, compiled once here: requests only render it.
+    pub custom_page: Option<Arc<CustomPage>>,
+    /// `[turnstile]`, when a challenge is on.
+    pub turnstile: Option<TurnstileConfig>,
+    /// `[autopilot]`, validated even when off.
+    pub autopilot: AutopilotConfig,
+    /// The effective file (defaults filled in, environment applied), for `--test`.
+    pub file: ConfigFile,
+    /// The file this was loaded from: reloads read it again.
+    pub source: Option<PathBuf>,
+    /// Started with `--dev`: a reload accepts missing secrets like the start did.
+    pub dev: bool,
+}
+
+impl ConfigFile {
+    /// The file as written, unvalidated: `Config::from_file` validates it.
+    pub fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        Self::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))
+    }
+}
+
+/// Where the secrets (and `WR_REDIS_URL`, `RUNTIME_DIRECTORY`) come from.
+pub trait Environment {
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+pub struct ProcessEnvironment;
+
+impl Environment for ProcessEnvironment {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+}
+
+impl Config {
+    pub fn load(
+        path: &Path,
+        env: &dyn Environment,
+        dev: bool,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        let file = ConfigFile::read(path)?;
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        let (mut config, warnings) = Self::from_file_in(file, env, dev, base_dir)?;
+        // Kept for SIGHUP: the room is read again from the same file.
+        config.source = Some(path.to_path_buf());
+        Ok((config, warnings))
+    }
+
+    /// A config from text; a relative `[page] template` is taken from the working directory.
+    pub fn parse(
+        text: &str,
+        env: &dyn Environment,
+        dev: bool,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        Self::from_file(ConfigFile::parse(text)?, env, dev)
+    }
+
+    pub fn from_file(
+        file: ConfigFile,
+        env: &dyn Environment,
+        dev: bool,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        Self::from_file_in(file, env, dev, Path::new("."))
+    }
+
+    /// `base_dir` is where relative file names in the config (the page template) live.
+    pub fn from_file_in(
+        mut file: ConfigFile,
+        env: &dyn Environment,
+        dev: bool,
+        base_dir: &Path,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        let env = &NonEmpty(env);
+        let mut warnings = Vec::new();
+        let mut read_secret = |key, name, value: &mut Option<String>| {
+            secret(key, name, value, env, dev, &mut warnings)
+        };
+        let pass_secret = read_secret("pass.secret", ENV_JWT_SECRET, &mut file.pass.secret)?;
+        let admin_token = read_secret("admin.token", ENV_ADMIN_TOKEN, &mut file.admin.token)?;
+        check_room_id(&file.room.id)?;
+        let room_host = file.room.host.as_deref();
+        let route = Route {
+            host: room_host
+                .map(|h| canonical::host("room.host", h))
+                .transpose()?,
+            path: canonical::room_path(&file.room.path)?,
+        };
+        let room = RoomSettings::from_section(&file.room)?;
+        let origin = origin::origin(&file.origin, &mut warnings)?;
+        let pass = pass::pass(&file.pass, pass_secret)?;
+        let store = store::store(&mut file.store, env, &mut warnings)?;
+        let listen = listen::listen(&file.listen, env)?;
+        if route.host.is_none() && !listen.hosts.is_empty() {
+            warnings.push(
+                "listen.hosts has no effect while room.host is unset: every host is served".into(),
+            );
+        }
+        let config = Config {
+            listen: listen.address,
+            threads: listen.threads,
+            tls: listen.tls,
+            grace_period: listen.grace_period,
+            trusted_proxies: listen.trusted_proxies,
+            upgrade_socket: listen.upgrade_socket,
+            pid_file: listen.pid_file,
+            hosts: listen.hosts,
+            connections: listen.connections,
+            log: log::log(&file.log)?,
+            origin,
+            room_id: file.room.id.clone(),
+            route,
+            pass,
+            store,
+            rate_limit: rate_limit::ip_limits(&file.rate_limit)?,
+            admin_address: values::socket_addr("admin.address", &file.admin.address)?,
+            admin_token,
+            admin_ready_requires_store: file.admin.ready_requires_store,
+            branding: page::branding(&file.page, &room.name)?,
+            custom_page: page::custom_page(&file.page, base_dir, &mut warnings)?,
+            turnstile: turnstile::turnstile(&mut file.turnstile, env, &mut warnings)?,
+            autopilot: autopilot::autopilot(&file.autopilot)?,
+            room,
+            file,
+            source: None,
+            dev,
+        };
+        if config.admin_address == config.listen {
+            return Err(invalid("admin.address", "must differ from listen.address"));
+        }
+        Ok((config, warnings))
+    }
+}

@@ -1,0 +1,65 @@
+//! `[origin]`: the shop behind the room.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::values::{duration, non_empty_path};
+use super::{ConfigError, invalid};
+use crate::config::file::OriginSection;
+
+#[derive(Debug, Clone)]
+pub struct OriginConfig {
+    pub address: String,
+    pub tls: bool,
+    pub sni: String,
+    /// Check the origin's certificate chain and name (only with `tls`).
+    pub verify: bool,
+    /// Trust only the CAs in this PEM file for the origin, not the system's.
+    pub ca_file: Option<PathBuf>,
+    pub host_header: Option<String>,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    pub write_timeout: Duration,
+    pub serve_demo_shop: bool,
+}
+
+pub(crate) fn origin(
+    origin: &OriginSection,
+    warnings: &mut Vec<String>,
+) -> Result<OriginConfig, ConfigError> {
+    let (origin_host, origin_port) = origin
+        .address
+        .rsplit_once(':')
+        .ok_or_else(|| invalid("origin.address", "must be host:port"))?;
+    if origin_host.is_empty() || origin_port.parse::<u16>().is_err() {
+        return Err(invalid(
+            "origin.address",
+            format!("{:?} is not host:port", origin.address),
+        ));
+    }
+    if origin.ca_file.is_some() && !origin.tls {
+        return Err(invalid("origin.ca_file", "needs origin.tls = true"));
+    }
+    if origin.tls && !origin.verify {
+        warnings.push(
+            "origin.verify = false: the origin's certificate is not checked; anyone on the \
+             path to it can read and change the traffic"
+                .into(),
+        );
+    }
+    Ok(OriginConfig {
+        address: origin.address.clone(),
+        tls: origin.tls,
+        verify: origin.verify,
+        ca_file: non_empty_path("origin.ca_file", origin.ca_file.as_deref())?,
+        sni: origin
+            .sni
+            .clone()
+            .unwrap_or_else(|| origin_host.trim_matches(['[', ']']).to_owned()),
+        host_header: origin.host_header.clone(),
+        connect_timeout: duration("origin.connect_timeout", &origin.connect_timeout)?,
+        read_timeout: duration("origin.read_timeout", &origin.read_timeout)?,
+        write_timeout: duration("origin.write_timeout", &origin.write_timeout)?,
+        serve_demo_shop: origin.serve_demo_shop,
+    })
+}

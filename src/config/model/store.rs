@@ -1,0 +1,137 @@
+//! `[store]`: where the room's state lives. `store.url` may carry a password: it comes from
+//! `WR_REDIS_URL` in deployments, and is never printed whole (`masked_url`).
+
+use std::fmt;
+use std::time::Duration;
+
+use super::values::{choice, duration};
+use super::{ConfigError, Environment, invalid};
+use crate::config::file::StoreSection;
+
+/// Replaces `store.url` (Kubernetes builds it with the Redis password from a Secret).
+pub const ENV_REDIS_URL: &str = "WR_REDIS_URL";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnStoreError {
+    /// New visitors queue while the store is unreachable.
+    Closed,
+    /// New visitors go straight through: the shop is unprotected.
+    Open,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub enum Backend {
+    Memory,
+    Redis { url: String },
+}
+
+/// By hand: the URL's password stays out of debug prints.
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Backend::Memory => f.write_str("Memory"),
+            Backend::Redis { url } => f
+                .debug_struct("Redis")
+                .field("url", &masked_url(url))
+                .finish(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub backend: Backend,
+    pub prefix: String,
+    pub on_error: OnStoreError,
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+    pub leader_ttl: Duration,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BackendName {
+    Memory,
+    Redis,
+}
+
+/// `[store]`; `WR_REDIS_URL`, when set, replaces `store.url` in `section` too (like the secrets,
+/// so a reload that reads the file again keeps it).
+pub(crate) fn store(
+    section: &mut StoreSection,
+    env: &dyn Environment,
+    warnings: &mut Vec<String>,
+) -> Result<StoreConfig, ConfigError> {
+    let name = choice(
+        "store.backend",
+        &section.backend,
+        &[
+            ("memory", BackendName::Memory),
+            ("redis", BackendName::Redis),
+        ],
+    )?;
+    if let Some(url) = env.var(ENV_REDIS_URL) {
+        if name == BackendName::Memory {
+            warnings.push(format!(
+                "{ENV_REDIS_URL} is set but store.backend = \"memory\": ignored"
+            ));
+        }
+        section.url = Some(url);
+    }
+    let backend = match name {
+        BackendName::Memory => Backend::Memory,
+        BackendName::Redis => Backend::Redis {
+            url: section.url.clone().ok_or_else(|| {
+                invalid(
+                    "store.url",
+                    format!("is required with backend = \"redis\": set it or {ENV_REDIS_URL}"),
+                )
+            })?,
+        },
+    };
+    if section.prefix.is_empty() {
+        return Err(invalid("store.prefix", "cannot be empty"));
+    }
+    let on_error = choice(
+        "store.on_error",
+        &section.on_error,
+        &[
+            ("closed", OnStoreError::Closed),
+            ("open", OnStoreError::Open),
+        ],
+    )?;
+    if on_error == OnStoreError::Open {
+        warnings.push(
+            "store.on_error = \"open\": while the store is unreachable, new visitors go \
+             straight to the origin with no capacity limit"
+                .into(),
+        );
+    }
+    Ok(StoreConfig {
+        backend,
+        prefix: section.prefix.clone(),
+        on_error,
+        connect_timeout: duration("store.connect_timeout", &section.connect_timeout)?,
+        command_timeout: duration("store.command_timeout", &section.command_timeout)?,
+        leader_ttl: duration("store.leader_ttl", &section.leader_ttl)?,
+    })
+}
+
+/// A store URL with its password (or its whole user information, when it has no `:`) replaced
+/// by `****`: `redis://user:****@host:6379/0`. The last `@` ends the user information, so a
+/// password holding an unescaped `@` or `/` is masked whole too.
+pub fn masked_url(url: &str) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let Some(at) = url[start..].rfind('@').map(|i| i + start) else {
+        return url.to_owned();
+    };
+    let user = match url[start..at].split_once(':') {
+        Some((user, _)) => format!("{user}:"),
+        None => String::new(),
+    };
+    format!("{}{user}****{}", &url[..start], &url[at..])
+}
+
+#[cfg(test)]
+mod tests;
