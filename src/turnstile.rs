@@ -126,7 +126,8 @@ pub struct Turnstile {
     secret: String,
     pub action: TurnstileAction,
     pub on_unreachable: OnUnreachable,
-    challenge: Challenge,
+    site_key: String,
+    mode: TurnstileMode,
 }
 
 impl Turnstile {
@@ -141,20 +142,22 @@ impl Turnstile {
             secret: config.secret.clone(),
             action: config.action,
             on_unreachable: config.on_unreachable,
-            challenge: Challenge {
-                provider: "turnstile",
-                site_key: config.site_key.clone(),
-                mode: config.mode.as_str(),
-                url: TURNSTILE_PATH,
-                field: TOKEN_FIELD,
-                widget: widget_html(&config.site_key, config.mode).into(),
-            },
+            site_key: config.site_key.clone(),
+            mode: config.mode,
         })
     }
 
-    /// What the waiting page and the JSON carry while the visitor has not passed.
-    pub fn challenge(&self) -> Challenge {
-        self.challenge.clone()
+    /// What a room's waiting page and JSON carry while the visitor has not passed: the token
+    /// goes to `url` (the room's `/__waitroom/turnstile`).
+    pub fn challenge(&self, url: &str) -> Challenge {
+        Challenge {
+            provider: "turnstile",
+            site_key: self.site_key.clone(),
+            mode: self.mode.as_str(),
+            url: url.to_owned(),
+            field: TOKEN_FIELD,
+            widget: widget_html(&self.site_key, self.mode, url).into(),
+        }
     }
 
     /// One siteverify call (POST form: secret, response, remoteip).
@@ -198,8 +201,9 @@ impl Turnstile {
 /// The widget and the script that hands its token to the proxy, for the built-in challenge page
 /// and a custom template's `{{{turnstile}}}`. On success the page reloads: the proxy has set the
 /// ticket (or the pass), so the reload shows the place in line (or the shop). `site_key` is
-/// checked at load to be letters, digits, '-' and '_', so it needs no escaping here.
-pub fn widget_html(site_key: &str, mode: TurnstileMode) -> String {
+/// checked at load to be letters, digits, '-' and '_', so it needs no escaping here; `url` is a
+/// reserved path with at most a room id (the same characters) in its query.
+pub fn widget_html(site_key: &str, mode: TurnstileMode, url: &str) -> String {
     // The widget type (managed, non-interactive, invisible) belongs to the site key; the page
     // can only choose whether the widget takes room before it needs the visitor.
     let appearance = match mode {
@@ -215,7 +219,7 @@ function waitroomTurnstile(token) {{
     if (note) note.hidden = false;
     setTimeout(function () {{ if (window.turnstile) window.turnstile.reset("#wr-turnstile"); }}, 3000);
   }}
-  fetch("{TURNSTILE_PATH}", {{
+  fetch("{url}", {{
     method: "POST", credentials: "same-origin", cache: "no-store",
     headers: {{ "Content-Type": "application/x-www-form-urlencoded", Accept: "application/json" }},
     body: "{TOKEN_FIELD}=" + encodeURIComponent(token)
@@ -304,14 +308,23 @@ mod tests {
 
     #[test]
     fn the_widget_carries_the_key_the_mode_and_the_way_back() {
-        let html = widget_html("1x00000000000000000000AA", TurnstileMode::Invisible);
+        let html = widget_html(
+            "1x00000000000000000000AA",
+            TurnstileMode::Invisible,
+            TURNSTILE_PATH,
+        );
         assert!(html.contains(r#"data-sitekey="1x00000000000000000000AA""#));
         assert!(html.contains(r#"data-appearance="interaction-only""#));
         assert!(html.contains(SCRIPT_URL));
         assert!(html.contains(&format!("fetch(\"{TURNSTILE_PATH}\"")));
         assert!(html.contains(&format!("\"{TOKEN_FIELD}=\"")));
-        let visible = widget_html("k", TurnstileMode::VisibleManaged);
+        let visible = widget_html(
+            "k",
+            TurnstileMode::VisibleManaged,
+            "/__waitroom/turnstile?room=tickets",
+        );
         assert!(visible.contains(r#"data-appearance="always""#));
+        assert!(visible.contains(r#"fetch("/__waitroom/turnstile?room=tickets""#));
     }
 
     #[test]

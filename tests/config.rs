@@ -59,14 +59,14 @@ fn the_shipped_configs_are_valid() {
 fn defaults_follow_cloudflare_and_the_brief() {
     let (config, warnings) = Config::parse(&minimal(""), &with_secrets(), false).unwrap();
     assert!(warnings.is_empty());
-    let room = &config.room;
+    let room = &config.rooms[0].settings;
     assert_eq!(room.burst, 2, "one minute's worth");
     assert_eq!(room.session_duration.as_secs(), 300);
     assert_eq!(room.refresh_interval.as_secs(), 20);
     assert_eq!(room.abandon_after.as_secs(), 300);
     assert_eq!(room.claim_window.as_secs(), 40);
     assert_eq!(room.queueing_status_code, 200);
-    assert_eq!(config.route.path, "/");
+    assert_eq!(config.rooms[0].route.path, "/");
     assert_eq!(config.admin_address.to_string(), "127.0.0.1:9091");
     assert_eq!(config.pass.cookie_name, "waitroom");
     assert!(config.pass.cookie_secure);
@@ -105,7 +105,7 @@ fn the_per_address_limit_turns_off_with_zeros_and_takes_its_own_burst() {
 fn a_small_shop_may_run_a_room_of_two_with_short_sessions() {
     let text = minimal("session_duration = \"3s\"\nrefresh_interval = \"1s\"\nburst = 1");
     let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
-    assert_eq!(config.room.session_duration.as_secs(), 3);
+    assert_eq!(config.rooms[0].settings.session_duration.as_secs(), 3);
 }
 
 #[test]
@@ -484,7 +484,7 @@ fn an_event_governs_the_room_from_its_prequeue_to_its_end() {
     );
     let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
     let at = |t: &str| waitroom::clock::parse_rfc3339(t).unwrap();
-    let (before, change) = config.room.at(at("2026-12-05T08:00:00Z"));
+    let (before, change) = config.rooms[0].settings.at(at("2026-12-05T08:00:00Z"));
     assert!(before.event.is_none());
     assert_eq!(before.total_active_users, 2);
     assert_eq!(
@@ -493,7 +493,7 @@ fn an_event_governs_the_room_from_its_prequeue_to_its_end() {
         "the pre-queue opens next"
     );
 
-    let (prequeue, change) = config.room.at(at("2026-12-05T08:45:00Z"));
+    let (prequeue, change) = config.rooms[0].settings.at(at("2026-12-05T08:45:00Z"));
     assert!(prequeue.prequeueing());
     let limits = prequeue.limits();
     assert!(!limits.admitting, "nobody is admitted in a pre-queue");
@@ -511,7 +511,7 @@ fn an_event_governs_the_room_from_its_prequeue_to_its_end() {
     );
     assert_eq!(change, at("2026-12-05T09:00:00Z"));
 
-    let (running, _) = config.room.at(at("2026-12-05T10:00:00Z"));
+    let (running, _) = config.rooms[0].settings.at(at("2026-12-05T10:00:00Z"));
     assert!(!running.prequeueing() && running.event.is_some());
     assert_eq!(
         (
@@ -526,7 +526,7 @@ fn an_event_governs_the_room_from_its_prequeue_to_its_end() {
 
     // After the end the room's own lottery; a suspended event is ignored.
     for after in ["2026-12-05T11:00:00Z", "2026-12-06T10:30:00Z"] {
-        let (settings, _) = config.room.at(at(after));
+        let (settings, _) = config.rooms[0].settings.at(at(after));
         assert!(settings.event.is_none(), "{after}");
         assert_eq!(settings.total_active_users, 2);
         assert!(matches!(
@@ -633,7 +633,7 @@ fn bypass_rules_need_a_secret_and_printing_masks_it() {
          bypass_cookies = [\"staff=cookie-secret-0123\"]",
     );
     let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
-    let room = &config.room;
+    let room = &config.rooms[0].settings;
     assert_eq!(room.bypass_headers[0].name, "x-staff-key");
     assert_eq!(room.bypass_headers[0].value, "header-secret-0123");
     assert!(room.bypass_cookies[0].matches("cookie-secret-0123"));
@@ -655,8 +655,8 @@ fn hosts_and_paths_are_canonical_or_refused_with_their_canonical_spelling() {
     );
     let (config, warnings) = Config::parse(&text, &with_secrets(), false).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(config.route.host.as_deref(), Some("shop.example"));
-    assert_eq!(config.route.path, "/drop/");
+    assert_eq!(config.rooms[0].route.host.as_deref(), Some("shop.example"));
+    assert_eq!(config.rooms[0].route.path, "/drop/");
     assert_eq!(config.hosts, ["www.shop.example", "[2001:db8::1]"]);
     // Without a room host every host is served: the list is pointless, and said to be.
     let text = format!("[listen]\nhosts = [\"www.shop.example\"]\n{}", minimal(""));
@@ -892,8 +892,8 @@ fn the_binary_prints_the_store_url_masked() {
 fn the_autopilot_is_off_by_default_and_its_keys_are_checked_and_named() {
     use waitroom::core::autopilot::Settings;
     let (config, _) = Config::parse(&minimal(""), &with_secrets(), false).unwrap();
-    assert!(!config.autopilot.enabled);
-    assert_eq!(config.autopilot.settings, Settings::default());
+    assert!(!config.rooms[0].autopilot.enabled);
+    assert_eq!(config.rooms[0].autopilot.settings, Settings::default());
 
     let with = |lines: &str| format!("{}[autopilot]\n{lines}\n", minimal(""));
     let (config, _) = Config::parse(
@@ -906,7 +906,7 @@ fn the_autopilot_is_off_by_default_and_its_keys_are_checked_and_named() {
         false,
     )
     .unwrap();
-    let a = &config.autopilot;
+    let a = &config.rooms[0].autopilot;
     assert!(a.enabled);
     assert_eq!(a.settings.latency_target.as_millis(), 400);
     assert_eq!(a.settings.window.as_secs(), 20);

@@ -728,7 +728,7 @@ async fn capacity_is_never_exceeded_by_hundreds_of_concurrent_visitors() {
     let proxy = TestProxy::start(&format!(
         "total_active_users = {capacity}\nnew_users_per_minute = 100000\nsession_duration = \"10m\""
     ));
-    let store = proxy.running.parts.store.clone();
+    let store = proxy.running.parts.stores[0].clone();
     let sampler = tokio::spawn(async move {
         let mut max = 0;
         for _ in 0..400 {

@@ -46,7 +46,7 @@ async fn three_instances_hold_one_capacity_under_hundreds_of_visitors() {
         ),
         "",
     );
-    let store = proxies[0].running.parts.store.clone();
+    let store = proxies[0].running.parts.stores[0].clone();
     let sampler = tokio::spawn(async move {
         let mut max = 0;
         for _ in 0..300 {

@@ -548,6 +548,7 @@ async fn a_redis_cluster_passes_the_conformance_checks() {
         a_ticket_from_another_epoch_gets_its_place_back,
         a_pass_from_another_epoch_registers_again,
         one_leader_at_a_time_with_fencing,
+        a_room_follows_the_groups_fence,
         settings_are_versioned,
         capacity_holds_under_concurrent_admissions,
         one_address_is_held_to_its_rate_of_new_tickets,

@@ -392,10 +392,11 @@ fn export_terraform_carries_drop_toml() {
     let (stderr, vars) = export(&drop, &out);
 
     let file = ConfigFile::read(&drop).unwrap();
-    let room = RoomSettings::from_section(&file.room).unwrap();
-    assert_eq!(vars["room_name"], file.room.id);
+    let section = file.room.as_ref().unwrap();
+    let room = RoomSettings::from_section(section).unwrap();
+    assert_eq!(vars["room_name"], section.id);
     assert_eq!(vars["description"], room.name);
-    assert_eq!(vars["path"], file.room.path);
+    assert_eq!(vars["path"], section.path);
     assert_eq!(vars["total_active_users"], room.total_active_users);
     assert_eq!(vars["new_users_per_minute"], room.new_users_per_minute);
     assert_eq!(
@@ -416,7 +417,7 @@ fn export_terraform_carries_drop_toml() {
     );
     assert_eq!(
         vars["enabled_origin_commands"],
-        serde_json::json!(file.room.enabled_origin_commands)
+        serde_json::json!(section.enabled_origin_commands)
     );
     let rules = vars["bypass_rules"].as_array().unwrap();
     assert_eq!(rules.len(), room.bypass.len());

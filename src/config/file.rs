@@ -11,7 +11,12 @@ pub struct ConfigFile {
     #[serde(default)]
     pub listen: ListenSection,
     pub origin: OriginSection,
-    pub room: RoomSection,
+    /// The one-room shorthand; a file holds either `[room]` or `[[rooms]]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub room: Option<RoomSection>,
+    /// Several rooms, each with its own line, numbers, page and autopilot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rooms: Vec<RoomEntry>,
     #[serde(default)]
     pub pass: PassSection,
     #[serde(default)]
@@ -113,6 +118,18 @@ pub struct OriginSection {
     /// Serve the built-in demo shop on `address` (for trying the product with nothing else).
     #[serde(default)]
     pub serve_demo_shop: bool,
+}
+
+/// One of `[[rooms]]`: everything a `[room]` has, and its own `[rooms.page]` and
+/// `[rooms.autopilot]` (the top-level `[page]` and `[autopilot]` when it has none).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct RoomEntry {
+    #[serde(flatten)]
+    pub room: RoomSection,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<PageSection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autopilot: Option<AutopilotSection>,
 }
 
 /// The room: every key but `id`, `host` and `path` can be changed live through the admin API.

@@ -2,7 +2,7 @@
 //! not covered), wait in line, closed, the bot challenge, or limited. The gate decides; `respond`
 //! turns a decision into a reply. No Pingora types: tested directly (gate/tests.rs).
 //!
-//! The visitor's way through: `decide` (route and path bypass) → `visit` (visitor bypass, the
+//! The visitor's way through: `decide` (path bypass) → `visit` (visitor bypass, the
 //! room switched off, the visitor's cookie) → a pass holder (`holder`), a waiting visitor
 //! (`waiter`, with `standing` saying where it stands) or a newcomer (`newcomer`, with the
 //! per-address limit and the bot challenge, `challenge`).
@@ -28,7 +28,6 @@ use crate::core::estimate::WaitEstimate;
 use crate::core::fairness::FairnessWindow;
 use crate::core::ip_limit::IpLimits;
 use crate::crawler;
-use crate::request::route::Route;
 use crate::request::view::Request;
 use crate::room::{LiveSettings, Pollers, StoreHealth, ViewCell};
 use crate::service::metrics::Metrics;
@@ -46,7 +45,6 @@ const FAIRNESS_WINDOW: usize = 1000;
 
 /// What the gate is built from: the room's shared state (`room`) and the rest of the config.
 pub struct GateParts {
-    pub route: Route,
     pub settings: Arc<LiveSettings>,
     pub view: Arc<ViewCell>,
     pub health: Arc<StoreHealth>,
@@ -59,11 +57,10 @@ pub struct GateParts {
     pub on_store_error: OnStoreError,
     pub ip_limits: IpLimits,
     /// `[turnstile]`: newcomers pass a challenge before they get a place.
-    pub turnstile: Option<Turnstile>,
+    pub turnstile: Option<Arc<Turnstile>>,
 }
 
 pub struct Gate {
-    route: Route,
     settings: Arc<LiveSettings>,
     view: Arc<ViewCell>,
     health: Arc<StoreHealth>,
@@ -75,7 +72,7 @@ pub struct Gate {
     cookie_name: String,
     on_store_error: OnStoreError,
     ip_limits: IpLimits,
-    turnstile: Option<Turnstile>,
+    turnstile: Option<Arc<Turnstile>>,
     /// This instance's last admissions, arrival against admission order.
     fairness: Mutex<FairnessWindow>,
 }
@@ -83,7 +80,6 @@ pub struct Gate {
 impl Gate {
     pub fn new(parts: GateParts) -> Self {
         let GateParts {
-            route,
             settings,
             view,
             health,
@@ -98,7 +94,6 @@ impl Gate {
             turnstile,
         } = parts;
         Self {
-            route,
             settings,
             view,
             health,
@@ -120,12 +115,11 @@ impl Gate {
         self.settings.now()
     }
 
-    /// The decision for a request on the public listener (reserved paths excluded).
+    /// The decision for a request to this room (the proxy routed it here; reserved paths
+    /// excluded).
     pub async fn decide(&self, req: &Request<'_>) -> Decided {
         let settings = self.settings();
-        let decision = if !self.route.covers(req.host, req.path) {
-            Decision::Forward(Forward::plain(Outcome::Unprotected))
-        } else if settings.bypass.iter().any(|p| p.matches(req.path)) {
+        let decision = if settings.bypass.iter().any(|p| p.matches(req.path)) {
             Decision::Forward(Forward::plain(Outcome::Bypassed))
         } else {
             self.visit_with(req, &settings, ChallengeAnswer::None).await

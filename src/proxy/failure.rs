@@ -4,12 +4,17 @@
 use pingora_core::{Error, ErrorSource, ErrorType};
 use pingora_proxy::{FailToProxy, Session};
 
-use super::WaitroomProxy;
+use super::{RequestCtx, WaitroomProxy};
 
 const NOT_ANSWERING: &str = "The shop is not answering right now";
 const KEPT: &str = "Please try again in a moment: your place or your pass is kept.";
 
-pub(super) async fn answer(proxy: &WaitroomProxy, session: &mut Session, e: &Error) -> FailToProxy {
+pub(super) async fn answer(
+    proxy: &WaitroomProxy,
+    session: &mut Session,
+    e: &Error,
+    ctx: &RequestCtx,
+) -> FailToProxy {
     let (code, kind, heading, message) = match e.etype() {
         ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => (
             504,
@@ -42,10 +47,20 @@ pub(super) async fn answer(proxy: &WaitroomProxy, session: &mut Session, e: &Err
             "The request could not be understood.",
         ),
     };
-    if code >= 500 {
-        proxy.front.metrics.upstream_error(kind);
+    let room = proxy.origin_room(ctx);
+    if code >= 500
+        && let Some(room) = room
+    {
+        room.metrics.upstream_error(kind);
     }
-    let reply = proxy.front.responder.error_page(code, heading, message);
+    // The page of the request's room, or of the first room: an error page needs some branding.
+    let Some(responder) = room.or(proxy.fronts.first()).map(|f| &f.responder) else {
+        return FailToProxy {
+            error_code: code,
+            can_reuse_downstream: false,
+        };
+    };
+    let reply = responder.error_page(code, heading, message);
     // The connection is not reused after an error: say so, or clients reuse a closed socket.
     session.set_keepalive(None);
     if let Err(e) = reply.send(session, false).await {

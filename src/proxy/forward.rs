@@ -7,7 +7,7 @@ use pingora_proxy::Session;
 
 use crate::request::client::forwarded_for;
 
-use super::{RequestCtx, WaitroomProxy};
+use super::{Front, RequestCtx, WaitroomProxy};
 
 /// The origin's header that ends the visitor's session (Cloudflare's name).
 const COMMAND_HEADER: &str = "cf-waiting-room-command";
@@ -63,30 +63,46 @@ pub(super) async fn answer(
     response: &mut ResponseHeader,
     ctx: &mut RequestCtx,
 ) -> pingora::Result<()> {
-    let front = &proxy.front;
     let status = response.status.as_u16();
     ctx.origin_status = Some(status);
-    front.metrics.origin_response(status);
-    if let Some(started) = ctx.origin_started {
-        front
-            .metrics
-            .origin_seconds
-            .observe(started.elapsed().as_secs_f64());
-    }
-    if revoke_command(response) && front.gate.settings().revoke_command_enabled {
-        // The origin may end any pass holder's session, on a bypassed path too.
-        let holder = ctx
-            .holder
-            .take()
-            .or_else(|| front.gate.pass_holder(&session.req_header().headers));
-        if let Some(holder) = holder {
-            // A store error is noted by the gate; the cookie goes either way.
-            let _ = front.gate.end_pass(&holder).await;
-            ctx.set_cookie = Some(front.responder.clearing_cookie());
+    if let Some(front) = proxy.origin_room(ctx) {
+        front.metrics.origin_response(status);
+        if let Some(started) = ctx.origin_started {
+            front
+                .metrics
+                .origin_seconds
+                .observe(started.elapsed().as_secs_f64());
         }
     }
-    if let Some(cookie) = ctx.set_cookie.take() {
-        response.append_header("set-cookie", cookie)?;
+    let mut cookies: Vec<String> = ctx.set_cookie.take().into_iter().collect();
+    if revoke_command(response) {
+        // The origin may end any pass holder's session, on a bypassed path too: the pass of
+        // the request's room, or on a path no room covers, of every room the visitor holds.
+        let rooms: Vec<&Front> = match ctx.room {
+            Some(i) => proxy.fronts.get(i).into_iter().collect(),
+            None => proxy.fronts.iter().collect(),
+        };
+        cookies.clear();
+        for front in rooms {
+            if !front.gate.settings().revoke_command_enabled {
+                continue;
+            }
+            let holder = match ctx.room {
+                Some(_) => ctx.holder.take(),
+                None => None,
+            }
+            .or_else(|| front.gate.pass_holder(&session.req_header().headers));
+            if let Some(holder) = holder {
+                // A store error is noted by the gate; the cookie goes either way.
+                let _ = front.gate.end_pass(&holder).await;
+                cookies.push(front.responder.clearing_cookie());
+            }
+        }
+    }
+    if !cookies.is_empty() {
+        for cookie in cookies {
+            response.append_header("set-cookie", cookie)?;
+        }
         keep_out_of_shared_caches(response)?;
     }
     Ok(())

@@ -26,9 +26,10 @@ use pingora_proxy::{FailToProxy, ProxyHttp, Session};
 pub use events::{STREAMS_PER_VISITOR, StreamBudget};
 
 use crate::config::model::OriginConfig;
-use crate::gate::{Decision, Gate};
+use crate::gate::{Decision, Gate, Outcome};
 use crate::request::canonical::Authority;
 use crate::request::client::{Cidr, client_ip};
+use crate::request::route::Routes;
 use crate::request::view::{Canonical, Head, Request, Sites};
 use crate::respond::Responder;
 use crate::respond::reply::Reply;
@@ -42,6 +43,7 @@ const MAX_HEADERS_TOTAL: usize = 64 * 1024;
 
 /// What the public listener needs of one room.
 pub struct Front {
+    pub id: String,
     pub gate: Arc<Gate>,
     pub responder: Arc<Responder>,
     pub pulse: Arc<Pulse>,
@@ -49,7 +51,9 @@ pub struct Front {
 }
 
 pub struct WaitroomProxy {
-    front: Front,
+    /// The rooms, in the config's order; `routes` says which a request belongs to.
+    fronts: Vec<Front>,
+    routes: Routes,
     sites: Sites,
     origin: OriginConfig,
     access_log: bool,
@@ -76,11 +80,14 @@ pub struct RequestCtx {
     set_cookie: Option<String>,
     /// The pass the origin may revoke, when the gate looked at it.
     holder: Option<String>,
+    /// The room the request belongs to (an index of `fronts`), if any covers it.
+    room: Option<usize>,
     origin_started: Option<Instant>,
     origin_status: Option<u16>,
 }
 
 pub struct ProxySettings {
+    pub routes: Routes,
     pub sites: Sites,
     pub origin: OriginConfig,
     pub access_log: bool,
@@ -90,9 +97,10 @@ pub struct ProxySettings {
 }
 
 impl WaitroomProxy {
-    pub fn new(front: Front, settings: ProxySettings) -> Self {
+    pub fn new(fronts: Vec<Front>, settings: ProxySettings) -> Self {
         Self {
-            front,
+            fronts,
+            routes: settings.routes,
             sites: settings.sites,
             origin: settings.origin,
             access_log: settings.access_log,
@@ -116,6 +124,33 @@ impl WaitroomProxy {
 
     fn is_trusted(&self, ip: IpAddr) -> bool {
         self.trusted_proxies.iter().any(|c| c.contains(ip))
+    }
+
+    /// The room a reserved path speaks for: the one its `?room=` names, the only one, or the
+    /// one covering the host's root.
+    fn reserved_room(&self, canonical: &Canonical<'_>) -> Option<usize> {
+        let named = canonical.target.query().and_then(|q| {
+            form_urlencoded::parse(q.as_bytes())
+                .find(|(k, _)| k == "room")
+                .map(|(_, v)| v.into_owned())
+        });
+        match named {
+            Some(id) => self.fronts.iter().position(|f| f.id == id),
+            None if self.fronts.len() == 1 => Some(0),
+            None => self
+                .routes
+                .room_for(canonical.host.as_ref().map(Authority::host), "/"),
+        }
+    }
+
+    /// The room whose figures and pages an origin exchange belongs to: the request's room, or
+    /// the only room (which then counts the whole origin, as before there were several).
+    fn origin_room(&self, ctx: &RequestCtx) -> Option<&Front> {
+        match ctx.room {
+            Some(i) => self.fronts.get(i),
+            None if self.fronts.len() == 1 => self.fronts.first(),
+            None => None,
+        }
     }
 }
 
@@ -190,6 +225,7 @@ impl ProxyHttp for WaitroomProxy {
             host: None,
             set_cookie: None,
             holder: None,
+            room: None,
             origin_started: None,
             origin_status: None,
         }
@@ -233,23 +269,39 @@ impl ProxyHttp for WaitroomProxy {
         };
         if let Some(reserved) = canonical.reserved() {
             ctx.decision = RESERVED;
+            let Some(room) = self.reserved_room(&canonical) else {
+                Reply::text(404, "no such room: name it with ?room=\n")
+                    .send(session, head_only)
+                    .await?;
+                return Ok(true);
+            };
+            ctx.room = Some(room);
             let canonical = canonical.into_owned();
-            self.own_path(session, reserved, canonical, client_ip)
+            self.own_path(session, room, reserved, canonical, client_ip)
                 .await?;
             return Ok(true);
         }
+        // Whatever is decided, the origin gets the canonical request.
+        ctx.target = canonical.target.rewritten().map(str::to_owned);
+        if self.origin.host_header.is_none() {
+            ctx.host = host_to_forward(req, canonical.host.as_ref());
+        }
+        let room = self.routes.room_for(
+            canonical.host.as_ref().map(Authority::host),
+            canonical.target.match_path(),
+        );
+        ctx.room = room;
+        let Some(front) = room.and_then(|i| self.fronts.get(i)) else {
+            ctx.decision = Outcome::Unprotected.label();
+            return Ok(false);
+        };
         let request = Request::new(&canonical, &req.headers, client_ip);
-        let front = &self.front;
         let decided = front.gate.decide(&request).await;
         ctx.decision = decided.decision.outcome().label();
         let reply = match &decided.decision {
             Decision::Forward(forward) => {
                 ctx.set_cookie = front.responder.pass_cookie(forward);
                 ctx.holder = forward.holder.clone();
-                ctx.target = canonical.target.rewritten().map(str::to_owned);
-                if self.origin.host_header.is_none() {
-                    ctx.host = host_to_forward(req, canonical.host.as_ref());
-                }
                 return Ok(false);
             }
             _ => {
@@ -257,6 +309,8 @@ impl ProxyHttp for WaitroomProxy {
                 front.responder.reply(&decided, format)
             }
         };
+        ctx.target = None;
+        ctx.host = None;
         match reply {
             Some(reply) => reply.send(session, head_only).await?,
             None => {
@@ -310,12 +364,12 @@ impl ProxyHttp for WaitroomProxy {
         &self,
         session: &mut Session,
         e: &Error,
-        _ctx: &mut Self::CTX,
+        ctx: &mut Self::CTX,
     ) -> FailToProxy
     where
         Self::CTX: Send + Sync,
     {
-        failure::answer(self, session, e).await
+        failure::answer(self, session, e, ctx).await
     }
 
     /// Runs once per request, after the response went out or the request failed: the access

@@ -31,6 +31,7 @@ impl WaitroomProxy {
     pub(super) async fn own_path(
         &self,
         session: &mut Session,
+        room: usize,
         reserved: Reserved,
         canonical: Canonical<'static>,
         client_ip: Option<IpAddr>,
@@ -56,7 +57,11 @@ impl WaitroomProxy {
         } else {
             Vec::new()
         };
-        let Self { front, .. } = self;
+        let Some(front) = self.fronts.get(room) else {
+            return Responder::not_here(Reserved::Unknown)
+                .send(session, head_only)
+                .await;
+        };
         let request = Request::new(&canonical, &session.req_header().headers, client_ip);
         let reply = match reserved {
             Reserved::Status => {

@@ -129,8 +129,17 @@ impl Reserved {
             Reserved::Status => "/__waitroom/status",
             Reserved::Events => "/__waitroom/events",
             Reserved::Leave => "/__waitroom/leave",
-            Reserved::Turnstile => "/__waitroom/turnstile",
+            Reserved::Turnstile => crate::turnstile::TURNSTILE_PATH,
             Reserved::Unknown => RESERVED_PREFIX,
+        }
+    }
+
+    /// The path as a page of `room` calls it: a proxy with several rooms needs the room named
+    /// (`?room=`), one with a single room does not.
+    pub fn url(self, room: Option<&str>) -> String {
+        match room {
+            Some(room) => format!("{}?room={room}", self.path()),
+            None => self.path().to_owned(),
         }
     }
 

@@ -18,9 +18,10 @@ pub struct CookieJar {
 }
 
 impl CookieJar {
-    pub fn new(config: &PassConfig, signer: Arc<Signer>, clock: SharedClock) -> Self {
+    /// `name`: the room's cookie (`pass.cookie_name`, with the room's id when there are several).
+    pub fn new(config: &PassConfig, name: &str, signer: Arc<Signer>, clock: SharedClock) -> Self {
         Self {
-            name: config.cookie_name.clone(),
+            name: name.to_owned(),
             secure: config.cookie_secure,
             same_site: match config.cookie_samesite {
                 SameSite::Strict => cookie::SameSite::Strict,
@@ -86,7 +87,7 @@ mod tests {
         };
         let clock = ManualClock::new(1_000_000);
         let signer = Arc::new(Signer::new("room", &config.secret).unwrap());
-        let jar = CookieJar::new(&config, signer, clock);
+        let jar = CookieJar::new(&config, "waitroom", signer, clock);
         let cleared = jar.clearing();
         for attribute in [
             "waitroom=",

@@ -383,7 +383,7 @@ mod tests {
             provider: "turnstile",
             site_key: "k".into(),
             mode: "invisible",
-            url: "/__waitroom/turnstile",
+            url: "/__waitroom/turnstile".into(),
             field: "cf-turnstile-response",
             widget: "<div class=\"cf-turnstile\"></div>".into(),
         });

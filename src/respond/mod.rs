@@ -39,6 +39,8 @@ pub struct Responder {
     cookies: CookieJar,
     /// `[turnstile]`: the widget and what an app needs to show it.
     challenge: Option<Challenge>,
+    /// Where the waiting page's script follows the line (the room named when there are several).
+    status_url: String,
     clock: SharedClock,
 }
 
@@ -48,6 +50,7 @@ impl Responder {
         custom_page: Option<Arc<CustomPage>>,
         cookies: CookieJar,
         challenge: Option<Challenge>,
+        status_url: String,
         clock: SharedClock,
     ) -> Self {
         Self {
@@ -55,6 +58,7 @@ impl Responder {
             custom_page,
             cookies,
             challenge,
+            status_url,
             clock,
         }
     }
@@ -185,7 +189,7 @@ impl Responder {
                 estimate: wait.estimate,
                 last_updated: rfc3339_ms(now),
                 refresh_interval_seconds: refresh,
-                status_url: Reserved::Status.path(),
+                status_url: &self.status_url,
                 countdown: event.filter(|_| settings.prequeueing()).map(|e| Countdown {
                     starts_at: e.times.start_ms,
                     now,

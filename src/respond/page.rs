@@ -649,6 +649,7 @@ mod tests {
         let widget = crate::turnstile::widget_html(
             "1x00000000000000000000AA",
             crate::config::model::TurnstileMode::Invisible,
+            crate::turnstile::TURNSTILE_PATH,
         );
         let view = ChallengeView {
             branding: &b,

@@ -80,7 +80,7 @@ pub struct Challenge {
     /// Cloudflare's turnstile_mode name.
     pub mode: &'static str,
     /// Where the token goes: POST, form-encoded, in the field `field`.
-    pub url: &'static str,
+    pub url: String,
     pub field: &'static str,
     /// The ready widget for templates (`{{{turnstile}}}`); the JSON has the parts above.
     #[serde(skip)]

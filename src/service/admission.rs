@@ -1,7 +1,8 @@
-//! The admission loop, a Pingora background service. Every instance runs it; only the holder of
-//! the store's leadership admits. Every instance also refreshes its view of the room (gauges,
-//! the observed admission rate, who is called), wakes its waiting pages when that changed,
-//! beats their heartbeat, and picks up settings changed on any instance.
+//! The admission loop, one Pingora background service for every room. Every instance runs it;
+//! only the holder of the group's lease admits, each room's round fenced with the lease's token.
+//! Every instance also refreshes its view of each room (gauges, the observed admission rate, who
+//! is called), wakes its waiting pages when that changed, beats their heartbeat, and picks up
+//! settings changed on any instance.
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -25,6 +26,17 @@ use crate::store::{Store, StoreError};
 const HEARTBEAT_EVERY_MS: Millis = 15_000;
 
 pub struct AdmissionLoop {
+    rooms: Vec<Arc<RoomLoop>>,
+    /// The store holding the group's one lease: the first room's.
+    lease: Arc<dyn Store>,
+    instance: String,
+    leader_ttl_ms: Millis,
+    is_leader: AtomicBool,
+}
+
+/// One room's part of the loop.
+pub struct RoomLoop {
+    id: String,
     store: Arc<dyn Store>,
     clock: SharedClock,
     metrics: Arc<Metrics>,
@@ -33,31 +45,25 @@ pub struct AdmissionLoop {
     health: Arc<StoreHealth>,
     pollers: Arc<Pollers>,
     pulse: Arc<Pulse>,
-    instance: String,
-    leader_ttl_ms: Millis,
-    is_leader: AtomicBool,
     settings_version: AtomicU64,
     estimator: Mutex<RateEstimator>,
     last_heartbeat: AtomicI64,
 }
 
 impl AdmissionLoop {
-    pub fn new(room: &Room, instance: String, leader_ttl: Duration) -> Self {
+    /// `lease` is the store of the group's one lease (the first room's).
+    pub fn new(
+        lease: Arc<dyn Store>,
+        rooms: Vec<Arc<RoomLoop>>,
+        instance: String,
+        leader_ttl: Duration,
+    ) -> Self {
         Self {
-            store: room.store.clone(),
-            clock: room.clock.clone(),
-            metrics: room.metrics.clone(),
-            settings: room.settings.clone(),
-            view: room.view.clone(),
-            health: room.health.clone(),
-            pollers: room.pollers.clone(),
-            pulse: room.pulse.clone(),
+            rooms,
+            lease,
             instance,
             leader_ttl_ms: Millis::try_from(leader_ttl.as_millis()).unwrap_or(Millis::MAX),
             is_leader: AtomicBool::new(false),
-            settings_version: AtomicU64::new(0),
-            estimator: Mutex::new(RateEstimator::default()),
-            last_heartbeat: AtomicI64::new(0),
         }
     }
 
@@ -67,6 +73,56 @@ impl AdmissionLoop {
 
     pub fn is_leader(&self) -> bool {
         self.is_leader.load(Ordering::Relaxed)
+    }
+
+    /// The instance that holds the group's lease now.
+    pub async fn leader(&self) -> Option<String> {
+        self.lease.leader().await.ok().flatten()
+    }
+
+    pub fn room(&self, id: &str) -> Option<&Arc<RoomLoop>> {
+        self.rooms.iter().find(|r| r.id == id)
+    }
+
+    /// One pass of the loop over every room. Public so tests can step it deterministically.
+    pub async fn tick(&self) {
+        let fence = self.lease.lead(&self.instance, self.leader_ttl_ms).await;
+        if let Some(first) = self.rooms.first() {
+            first.health.note(&fence);
+        }
+        let fence = fence.ok().flatten();
+        self.is_leader.store(fence.is_some(), Ordering::Relaxed);
+        for room in &self.rooms {
+            room.tick(fence).await;
+        }
+    }
+
+    /// The admission interval of the busiest-paced room: every room is looked at that often.
+    fn every(&self) -> Duration {
+        self.rooms
+            .iter()
+            .map(|r| r.settings.now().admission_interval)
+            .min()
+            .unwrap_or(Duration::from_millis(200))
+    }
+}
+
+impl RoomLoop {
+    pub fn new(room: &Room) -> Self {
+        Self {
+            id: room.id.clone(),
+            store: room.store.clone(),
+            clock: room.clock.clone(),
+            metrics: room.metrics.clone(),
+            settings: room.settings.clone(),
+            view: room.view.clone(),
+            health: room.health.clone(),
+            pollers: room.pollers.clone(),
+            pulse: room.pulse.clone(),
+            settings_version: AtomicU64::new(0),
+            estimator: Mutex::new(RateEstimator::default()),
+            last_heartbeat: AtomicI64::new(0),
+        }
     }
 
     pub fn settings_version(&self) -> u64 {
@@ -118,13 +174,7 @@ impl AdmissionLoop {
         Ok(())
     }
 
-    async fn admit(&self) -> Result<(), StoreError> {
-        let fence = self.store.lead(&self.instance, self.leader_ttl_ms).await?;
-        self.is_leader.store(fence.is_some(), Ordering::Relaxed);
-        self.metrics.leader.set(i64::from(fence.is_some()));
-        let Some(fence) = fence else {
-            return Ok(());
-        };
+    async fn admit(&self, fence: u64) -> Result<(), StoreError> {
         let limits = self.settings.now().limits();
         let report = self.store.admission_round(&limits, fence).await?;
         let m = &self.metrics;
@@ -188,16 +238,16 @@ impl AdmissionLoop {
         }
     }
 
-    /// One pass of the loop. Public so tests can step it deterministically.
-    pub async fn tick(&self) {
+    async fn tick(&self, fence: Option<u64>) {
         let synced = self.sync_settings().await;
         self.health.note(&synced);
-        let admitted = self.admit().await;
-        if admitted.is_err() {
-            self.is_leader.store(false, Ordering::Relaxed);
+        if let Some(fence) = fence {
+            let admitted = self.admit(fence).await;
+            self.metrics.leader.set(i64::from(admitted.is_ok()));
+            self.health.note(&admitted);
+        } else {
             self.metrics.leader.set(0);
         }
-        self.health.note(&admitted);
         let observed = self.observe().await;
         self.health.note(&observed);
         self.beat();
@@ -207,7 +257,7 @@ impl AdmissionLoop {
 #[async_trait]
 impl BackgroundService for AdmissionLoop {
     async fn start(&self, mut shutdown: ShutdownWatch) {
-        let mut every = self.settings.now().admission_interval;
+        let mut every = self.every();
         let mut interval = tokio::time::interval(every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -215,7 +265,7 @@ impl BackgroundService for AdmissionLoop {
                 _ = shutdown.changed() => break,
                 _ = interval.tick() => {
                     self.tick().await;
-                    let now_every = self.settings.now().admission_interval;
+                    let now_every = self.every();
                     if now_every != every {
                         every = now_every;
                         interval = tokio::time::interval(every);
@@ -224,7 +274,7 @@ impl BackgroundService for AdmissionLoop {
             }
         }
         // Hand the leadership over at once instead of making the others wait for the TTL.
-        if let Err(e) = self.store.resign(&self.instance).await {
+        if let Err(e) = self.lease.resign(&self.instance).await {
             log::warn!("could not resign the admission leadership: {e}");
         }
     }

@@ -1,7 +1,8 @@
-//! Reloading the room's settings from the configuration file (SIGHUP or `POST /admin/reload`),
-//! without touching a connection. The file's `[room]` becomes the live settings of every
-//! instance, exactly as `PUT /admin/config` would make it; the other sections only take effect
-//! in a new process (a restart or a hand-over), and the reload says which of them changed.
+//! Reloading the rooms' settings from the configuration file (SIGHUP, `POST /admin/reload`, or
+//! one room's `POST /admin/rooms/{id}/reload`), without touching a connection. Each room of the
+//! file becomes the live settings of that room on every instance, exactly as a live change
+//! through the admin API would make it; the other sections (and a room added or removed) only
+//! take effect in a new process (a restart or a hand-over), and the reload says which changed.
 
 use std::sync::Arc;
 
@@ -20,7 +21,9 @@ pub enum ReloadError {
     #[error("{0}")]
     Config(#[from] ConfigError),
     #[error("{key}: cannot change while running: restart the proxy or hand over to a new one")]
-    Fixed { key: &'static str },
+    Fixed { key: String },
+    #[error("no room {0:?}")]
+    NoRoom(String),
     #[error("not applied: {0}")]
     Store(#[from] StoreError),
 }
@@ -28,8 +31,13 @@ pub enum ReloadError {
 /// What a reload applied, and which sections wait for a new process.
 #[derive(Debug, Serialize)]
 pub struct Reloaded {
-    pub room: RoomSection,
-    pub needs_restart: Vec<&'static str>,
+    /// The one room of a `[room]` file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub room: Option<RoomSection>,
+    /// The rooms of a `[[rooms]]` file (the one room asked for, for a room's own reload).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rooms: Vec<RoomSection>,
+    pub needs_restart: Vec<String>,
 }
 
 pub struct Reloader {
@@ -42,12 +50,12 @@ fn same<T: Serialize>(a: &T, b: &T) -> bool {
     serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
 }
 
-/// The sections of `fresh` (other than [room]) that differ from `running`.
-fn changed_sections(running: &ConfigFile, fresh: &ConfigFile) -> Vec<&'static str> {
+/// The sections of `fresh` (other than the rooms' own settings) that differ from `running`.
+fn changed_sections(running: &ConfigFile, fresh: &ConfigFile) -> Vec<String> {
     let mut changed = Vec::new();
-    let mut check = |name, differs: bool| {
+    let mut check = |name: &str, differs: bool| {
         if differs {
-            changed.push(name);
+            changed.push(name.to_owned());
         }
     };
     check("listen", !same(&running.listen, &fresh.listen));
@@ -60,7 +68,23 @@ fn changed_sections(running: &ConfigFile, fresh: &ConfigFile) -> Vec<&'static st
     check("turnstile", !same(&running.turnstile, &fresh.turnstile));
     check("rate_limit", !same(&running.rate_limit, &fresh.rate_limit));
     check("autopilot", !same(&running.autopilot, &fresh.autopilot));
+    for (i, (was, is)) in running.rooms.iter().zip(&fresh.rooms).enumerate() {
+        check(&format!("rooms[{i}].page"), !same(&was.page, &is.page));
+        check(
+            &format!("rooms[{i}].autopilot"),
+            !same(&was.autopilot, &is.autopilot),
+        );
+    }
     changed
+}
+
+/// Where a room is in the file, for the keys errors name.
+fn room_key(config: &Config, i: usize, key: &str) -> String {
+    if config.file.room.is_some() {
+        format!("room.{key}")
+    } else {
+        format!("rooms[{i}].{key}")
+    }
 }
 
 impl Reloader {
@@ -68,25 +92,63 @@ impl Reloader {
         Self { running, admission }
     }
 
+    /// Applies every room of the file.
     pub async fn reload(&self) -> Result<Reloaded, ReloadError> {
+        self.reload_rooms(None).await
+    }
+
+    /// Applies the file's settings of one room only.
+    pub async fn reload_room(&self, id: &str) -> Result<Reloaded, ReloadError> {
+        self.reload_rooms(Some(id)).await
+    }
+
+    async fn reload_rooms(&self, only: Option<&str>) -> Result<Reloaded, ReloadError> {
         let path = self.running.source.as_ref().ok_or(ReloadError::NoFile)?;
         let (fresh, warnings) = Config::load(path, &ProcessEnvironment, self.running.dev)?;
         for warning in &warnings {
             log::warn!("{}: {warning}", path.display());
         }
-        if fresh.room_id != self.running.room_id {
-            return Err(ReloadError::Fixed { key: "room.id" });
+        let (running, fresh_rooms) = (&self.running.rooms, &fresh.rooms);
+        if fresh_rooms.len() != running.len()
+            || fresh.file.room.is_some() != self.running.file.room.is_some()
+        {
+            return Err(ReloadError::Fixed {
+                key: "rooms".into(),
+            });
         }
-        if fresh.route.host != self.running.route.host {
-            return Err(ReloadError::Fixed { key: "room.host" });
+        for (i, (was, is)) in running.iter().zip(fresh_rooms).enumerate() {
+            for (key, same) in [
+                ("id", was.id == is.id),
+                ("host", was.route.host == is.route.host),
+                ("path", was.route.path == is.route.path),
+            ] {
+                if !same {
+                    return Err(ReloadError::Fixed {
+                        key: room_key(&fresh, i, key),
+                    });
+                }
+            }
         }
-        if fresh.route.path != self.running.route.path {
-            return Err(ReloadError::Fixed { key: "room.path" });
+        if let Some(id) = only
+            && !running.iter().any(|r| r.id == id)
+        {
+            return Err(ReloadError::NoRoom(id.to_owned()));
         }
         let needs_restart = changed_sections(&self.running.file, &fresh.file);
-        let room = self.admission.publish_settings(fresh.room).await?;
+        let mut applied = Vec::new();
+        for room in fresh.rooms {
+            if only.is_some_and(|id| id != room.id) {
+                continue;
+            }
+            let Some(running) = self.admission.room(&room.id) else {
+                return Err(ReloadError::NoRoom(room.id));
+            };
+            applied.push(running.publish_settings(room.settings).await?);
+        }
+        let one_room = fresh.file.room.is_some();
         Ok(Reloaded {
-            room,
+            room: if one_room { applied.pop() } else { None },
+            rooms: if one_room { Vec::new() } else { applied },
             needs_restart,
         })
     }

@@ -19,12 +19,13 @@ use crate::config::Config;
 use crate::config::model::{Backend, Cap};
 use crate::gate::{Gate, GateParts};
 use crate::proxy::{Front, ProxySettings, WaitroomProxy};
-use crate::request::view::Sites;
+use crate::request::route::Routes;
+use crate::request::view::{Reserved, Sites};
 use crate::respond::Responder;
 use crate::respond::cookies::CookieJar;
 use crate::room::Room;
-use crate::service::admin::{AdminApp, AdminParts};
-use crate::service::admission::AdmissionLoop;
+use crate::service::admin::{AdminApp, AdminParts, RoomAdmin};
+use crate::service::admission::{AdmissionLoop, RoomLoop};
 use crate::service::demo_shop::DemoShop;
 use crate::service::lifecycle::{Signals, write_pid_file};
 use crate::service::limits::{OpenFiles, raise_open_files};
@@ -124,7 +125,8 @@ fn demo_origin_address(config: &Config) -> Result<Option<SocketAddr>, StartError
 
 /// The running parts a caller may want to look at (tests, main).
 pub struct Parts {
-    pub store: Arc<dyn Store>,
+    /// Each room's store, in the config's order.
+    pub stores: Vec<Arc<dyn Store>>,
     pub admission: Arc<AdmissionLoop>,
     pub reloader: Arc<Reloader>,
     pub open_files: OpenFiles,
@@ -135,51 +137,55 @@ pub struct StoreRuntime {
     _runtime: Option<tokio::runtime::Runtime>,
 }
 
-fn open_store(
+/// One store per room (each room's keys carry its own hash tag); on Redis they are connected
+/// on one runtime, which must outlive every Pingora service that calls into it.
+fn open_stores(
     config: &Config,
     options: &RunOptions,
-) -> Result<(Arc<dyn Store>, StoreRuntime), StartError> {
-    match &config.store.backend {
-        Backend::Memory => Ok((
-            Arc::new(MemoryStore::new(options.clock.clone(), options.seed)),
-            StoreRuntime { _runtime: None },
-        )),
-        Backend::Redis { url } => {
-            // The connection's driver tasks live on this runtime; every Pingora service calls
-            // into it, so it must outlive them all (it is kept with the server).
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("waitroom-store")
-                .enable_all()
-                .build()?;
-            let redis_options = RedisOptions {
-                url: url.clone(),
-                prefix: config.store.prefix.clone(),
-                room: config.room_id.clone(),
-                connect_timeout: config.store.connect_timeout,
-                command_timeout: config.store.command_timeout,
-                time: if options.redis_follows_clock {
-                    TimeSource::Clock(options.clock.clone())
-                } else {
-                    TimeSource::Server
-                },
-                seed: options.seed,
-            };
-            // On a thread of its own: the caller may itself be inside a runtime (tests, embedding).
-            let store = std::thread::scope(|scope| {
-                scope
-                    .spawn(|| runtime.block_on(RedisStore::connect(redis_options)))
-                    .join()
-            })
-            .map_err(|_| StartError::StoreThread)??;
-            Ok((
-                Arc::new(store),
-                StoreRuntime {
-                    _runtime: Some(runtime),
-                },
-            ))
-        }
+) -> Result<(Vec<Arc<dyn Store>>, StoreRuntime), StartError> {
+    let Backend::Redis { url } = &config.store.backend else {
+        let stores = config
+            .rooms
+            .iter()
+            .map(|_| Arc::new(MemoryStore::new(options.clock.clone(), options.seed)) as _)
+            .collect();
+        return Ok((stores, StoreRuntime { _runtime: None }));
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("waitroom-store")
+        .enable_all()
+        .build()?;
+    let mut stores: Vec<Arc<dyn Store>> = Vec::with_capacity(config.rooms.len());
+    for room in &config.rooms {
+        let redis_options = RedisOptions {
+            url: url.clone(),
+            prefix: config.store.prefix.clone(),
+            room: room.id.clone(),
+            connect_timeout: config.store.connect_timeout,
+            command_timeout: config.store.command_timeout,
+            time: if options.redis_follows_clock {
+                TimeSource::Clock(options.clock.clone())
+            } else {
+                TimeSource::Server
+            },
+            seed: options.seed,
+        };
+        // On a thread of its own: the caller may itself be inside a runtime (tests, embedding).
+        let store = std::thread::scope(|scope| {
+            scope
+                .spawn(|| runtime.block_on(RedisStore::connect(redis_options)))
+                .join()
+        })
+        .map_err(|_| StartError::StoreThread)??;
+        stores.push(Arc::new(store));
     }
+    Ok((
+        stores,
+        StoreRuntime {
+            _runtime: Some(runtime),
+        },
+    ))
 }
 
 pub fn build(
@@ -204,7 +210,7 @@ pub fn build(
             check_free("origin.address (demo shop)", address)?;
         }
     }
-    let (store, store_runtime) = open_store(config, &options)?;
+    let (stores, store_runtime) = open_stores(config, &options)?;
 
     let threads = if config.threads > 0 {
         config.threads
@@ -242,63 +248,105 @@ pub fn build(
     );
     let clock = options.clock.clone();
     let metrics = Arc::new(MetricsRegistry::new());
-    let room = Room::new(
-        &config.room_id,
-        config.room.clone(),
-        store,
-        clock.clone(),
-        &metrics,
-    );
-    let signer = Arc::new(Signer::new(&config.room_id, &config.pass.secret)?);
-    let turnstile = config.turnstile.as_ref().map(Turnstile::new).transpose()?;
-    let responder = Arc::new(Responder::new(
-        config.branding.clone(),
-        config.custom_page.clone(),
-        CookieJar::new(&config.pass, signer.clone(), clock.clone()),
-        turnstile.as_ref().map(Turnstile::challenge),
-        clock.clone(),
-    ));
-    let gate = Arc::new(Gate::new(GateParts {
-        route: config.route.clone(),
-        settings: room.settings.clone(),
-        view: room.view.clone(),
-        health: room.health.clone(),
-        pollers: room.pollers.clone(),
-        store: room.store.clone(),
-        clock: clock.clone(),
-        metrics: room.metrics.clone(),
-        signer,
-        cookie_name: config.pass.cookie_name.clone(),
-        on_store_error: config.store.on_error,
-        ip_limits: config.rate_limit,
-        turnstile,
-    }));
+    let turnstile = config
+        .turnstile
+        .as_ref()
+        .map(Turnstile::new)
+        .transpose()?
+        .map(Arc::new);
+    let several = config.rooms.len() > 1;
+    // The group's one admission lease lives in the first room's store.
+    let Some(lease) = stores.first().cloned() else {
+        return Err(StartError::Unsupported(
+            "the configuration has no room".into(),
+        ));
+    };
+    let all_stores = stores.clone();
+    let mut fronts = Vec::with_capacity(config.rooms.len());
+    let mut room_loops = Vec::with_capacity(config.rooms.len());
+    let mut room_admins = Vec::with_capacity(config.rooms.len());
+    for (room_config, store) in config.rooms.iter().zip(stores) {
+        let room = Room::new(
+            &room_config.id,
+            room_config.settings.clone(),
+            store,
+            clock.clone(),
+            &metrics,
+        );
+        // A page names its room to the reserved paths only when the proxy has several.
+        let named = several.then_some(room_config.id.as_str());
+        let signer = Arc::new(Signer::new(&room_config.id, &config.pass.secret)?);
+        let cookies = CookieJar::new(
+            &config.pass,
+            &room_config.cookie_name,
+            signer.clone(),
+            clock.clone(),
+        );
+        let responder = Arc::new(Responder::new(
+            room_config.branding.clone(),
+            room_config.custom_page.clone(),
+            cookies,
+            turnstile
+                .as_ref()
+                .map(|t| t.challenge(&Reserved::Turnstile.url(named))),
+            Reserved::Status.url(named),
+            clock.clone(),
+        ));
+        let gate = Arc::new(Gate::new(GateParts {
+            settings: room.settings.clone(),
+            view: room.view.clone(),
+            health: room.health.clone(),
+            pollers: room.pollers.clone(),
+            store: room.store.clone(),
+            clock: clock.clone(),
+            metrics: room.metrics.clone(),
+            signer,
+            cookie_name: room_config.cookie_name.clone(),
+            on_store_error: config.store.on_error,
+            ip_limits: config.rate_limit,
+            turnstile: turnstile.clone(),
+        }));
+        let room_loop = Arc::new(RoomLoop::new(&room));
+        room_admins.push(RoomAdmin::new(&room, gate.clone(), room_loop.clone()));
+        room_loops.push(room_loop);
+        fronts.push(Front {
+            id: room_config.id.clone(),
+            gate,
+            responder,
+            pulse: room.pulse.clone(),
+            metrics: room.metrics.clone(),
+        });
+    }
     let instance = format!(
         "{}-{:08x}",
         std::env::var("HOSTNAME").unwrap_or_else(|_| "waitroom".into()),
         rand::random::<u32>()
     );
-    let admission = Arc::new(AdmissionLoop::new(&room, instance, config.store.leader_ttl));
+    let admission = Arc::new(AdmissionLoop::new(
+        lease,
+        room_loops,
+        instance,
+        config.store.leader_ttl,
+    ));
 
     let reloader = Arc::new(Reloader::new(config.clone(), admission.clone()));
 
-    let front = Front {
-        gate: gate.clone(),
-        responder,
-        pulse: room.pulse.clone(),
-        metrics: room.metrics.clone(),
-    };
     let max_event_streams = match config.connections.max_event_streams {
         Cap::At(n) => n.get(),
         Cap::FromFileLimit => open_files.connections(),
     };
     let max_event_streams = usize::try_from(max_event_streams).unwrap_or(usize::MAX);
+    let routes = Routes::new(config.rooms.iter().map(|r| r.route.clone()));
     let mut proxy = pingora_proxy::http_proxy_service_with_name(
         &server.configuration,
         WaitroomProxy::new(
-            front,
+            fronts,
             ProxySettings {
-                sites: Sites::new([config.route.host.as_deref()], &config.hosts),
+                routes,
+                sites: Sites::new(
+                    config.rooms.iter().map(|r| r.route.host.as_deref()),
+                    &config.hosts,
+                ),
                 origin: config.origin.clone(),
                 access_log: config.log.access,
                 trusted_proxies: config.trusted_proxies.clone(),
@@ -327,9 +375,8 @@ pub fn build(
     let mut admin = Service::new(
         "waitroom admin".to_owned(),
         AdminApp::new(
-            &room,
+            room_admins,
             AdminParts {
-                gate,
                 admission: admission.clone(),
                 reloader: reloader.clone(),
                 token: config.admin_token.clone(),
@@ -363,7 +410,7 @@ pub fn build(
     Ok((
         server,
         Parts {
-            store: room.store.clone(),
+            stores: all_stores,
             admission,
             reloader,
             open_files,

@@ -22,6 +22,8 @@ struct Inner {
     room: RoomState,
     leader: Option<Leader>,
     last_fence: u64,
+    /// The highest fence a round used: the lease may live in another room's store.
+    seen_fence: u64,
     settings: Option<SavedSettings>,
     ips: IpLedger,
 }
@@ -41,6 +43,7 @@ impl MemoryStore {
                 room: RoomState::new(epoch, seed),
                 leader: None,
                 last_fence: 0,
+                seen_fence: 0,
                 settings: None,
                 ips: IpLedger::default(),
             }),
@@ -138,11 +141,14 @@ impl Store for MemoryStore {
     }
 
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {
+        // One lease leads every room of a proxy (it may be another room's store's): a round
+        // is refused for a token below the highest seen here, so a leader that was replaced can
+        // never act after its successor has.
         self.with(|s, now| {
-            let current = s.leader.as_ref().filter(|l| l.until > now).map(|l| l.fence);
-            if current != Some(fence) {
+            if fence < s.last_fence.max(s.seen_fence) {
                 return Err(StoreError::NotLeader(fence));
             }
+            s.seen_fence = fence;
             Ok(s.room.admission_round(limits, now))
         })
     }

@@ -107,7 +107,9 @@ pub trait Store: Send + Sync + 'static {
     /// Local answer, no round trip: has this pass been ended?
     fn is_revoked(&self, id: &str) -> bool;
 
-    /// One admission step, only valid for the current leader's fencing token.
+    /// One admission step. Refused (`NotLeader`) for a fencing token below the highest this room
+    /// has handed out or used: the lease of a proxy group lives in one room's store and leads
+    /// every room, so a leader that was replaced can never act after its successor has.
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport>;
 
     async fn counts(&self) -> StoreResult<RoomCounts>;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use hcl::{Attribute, Body, Expression, Identifier, ObjectKey};
 
-use crate::config::file::ConfigFile;
+use crate::config::file::{ConfigFile, RoomSection};
 use crate::config::model::{ConfigError, SameSite, check_room_id, invalid, same_site};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::locale::{Locale, PageLanguage};
@@ -64,7 +64,17 @@ pub struct TerraformExport {
 
 /// The variables of infra/cloudflare from a drop.toml; `source` names it in the header.
 pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport, ExportError> {
-    let room = &file.room;
+    let room = match (&file.room, file.rooms.as_slice()) {
+        (Some(room), []) => room,
+        (None, [entry]) => &entry.room,
+        _ => {
+            return Err(ConfigError::Invalid {
+                key: "rooms".into(),
+                reason: "export-terraform writes one room: give it a file with one room".into(),
+            }
+            .into());
+        }
+    };
     check_room_id(&room.id)?;
     let settings = RoomSettings::from_section(room)?;
     let samesite = same_site(&file.pass.cookie_samesite)?;
@@ -268,7 +278,7 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
     advanced.extend(turnstile.advanced());
     vars.push(Attribute::new(
         "events",
-        events(file, &settings, &turnstile, &mut notes, &mut advanced)?,
+        events(room, &settings, &turnstile, &mut notes, &mut advanced)?,
     ));
     vars.push(Attribute::new(
         "search_engine_crawler_bypass",
@@ -420,7 +430,7 @@ const CLOUDFLARE_MAX_EVENTS: usize = 5;
 /// `[[room.events]]` as Cloudflare's waiting room events; overrides left out inherit the room's,
 /// but the challenge is written on each (the room's `[turnstile]`, which events do not change).
 fn events(
-    file: &ConfigFile,
+    room: &RoomSection,
     settings: &RoomSettings,
     turnstile: &Turnstile,
     notes: &mut Vec<String>,
@@ -448,8 +458,7 @@ fn events(
             ));
         }
     }
-    let entries = file
-        .room
+    let entries = room
         .events
         .iter()
         .zip(&settings.events)

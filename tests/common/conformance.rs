@@ -354,6 +354,20 @@ pub async fn one_leader_at_a_time_with_fencing<S: Store>(store: S, clock: Arc<Ma
     assert!(store.lead("a", 5_000).await.unwrap().is_some());
 }
 
+/// A proxy group's one lease lives in one room's store and leads every room: a room whose own
+/// lease was never taken takes the group's fence, and refuses one older than it has seen.
+pub async fn a_room_follows_the_groups_fence<S: Store>(store: S, _clock: Arc<ManualClock>) {
+    let l = limits(1, 100);
+    store.admission_round(&l, 100).await.unwrap();
+    store.admission_round(&l, 100).await.unwrap();
+    assert!(matches!(
+        store.admission_round(&l, 99).await,
+        Err(StoreError::NotLeader(99))
+    ));
+    store.admission_round(&l, 101).await.unwrap();
+    assert!(store.admission_round(&l, 100).await.is_err());
+}
+
 pub async fn settings_are_versioned<S: Store>(store: S, _clock: Arc<ManualClock>) {
     assert_eq!(store.load_settings().await.unwrap(), None);
     let v1 = store
@@ -590,6 +604,7 @@ macro_rules! store_conformance {
             a_pass_from_another_epoch_registers_again,
             keep_alive_slides_heartbeats_and_lists_the_called,
             one_leader_at_a_time_with_fencing,
+            a_room_follows_the_groups_fence,
             settings_are_versioned,
             capacity_holds_under_concurrent_admissions,
             one_address_is_held_to_its_rate_of_new_tickets,

@@ -11,6 +11,7 @@ mod page;
 mod pass;
 mod rate_limit;
 mod room;
+mod rooms;
 mod secrets;
 mod store;
 mod turnstile;
@@ -18,7 +19,6 @@ mod values;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 pub use autopilot::AutopilotConfig;
@@ -33,6 +33,7 @@ pub(crate) use pass::same_site;
 pub use pass::{PassConfig, SameSite};
 pub(crate) use room::check_room_id;
 pub use room::{EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch};
+pub use rooms::RoomConfig;
 pub use secrets::{ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES};
 pub use store::{Backend, ENV_REDIS_URL, OnStoreError, StoreConfig, masked_url};
 pub use turnstile::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMode};
@@ -40,9 +41,6 @@ pub use turnstile::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMo
 use crate::config::file::ConfigFile;
 use crate::core::ip_limit::IpLimits;
 use crate::request::client::Cidr;
-use crate::request::route::Route;
-use crate::respond::custom_page::CustomPage;
-use crate::respond::page::Branding;
 use secrets::{NonEmpty, secret};
 
 #[derive(Debug, thiserror::Error)]
@@ -75,17 +73,15 @@ pub struct Config {
     pub upgrade_socket: Option<PathBuf>,
     /// Written once the listening sockets are ours (after a hand-over too), for systemd.
     pub pid_file: Option<PathBuf>,
-    /// `listen.hosts`, canonical: served besides `route.host`. Once the room names a host, a
+    /// `listen.hosts`, canonical: served besides the rooms' hosts. Once a room names a host, a
     /// request for a host in neither is refused (421).
     pub hosts: Vec<String>,
     /// The `[listen]` settings of visitors' connections.
     pub connections: ListenConfig,
     pub log: LogConfig,
     pub origin: OriginConfig,
-    pub room_id: String,
-    /// `room.host` (canonical) and `room.path`.
-    pub route: Route,
-    pub room: RoomSettings,
+    /// `[room]`, or each of `[[rooms]]`, in the file's order.
+    pub rooms: Vec<RoomConfig>,
     pub pass: PassConfig,
     pub store: StoreConfig,
     /// `[rate_limit]`: new tickets per client address.
@@ -94,13 +90,8 @@ pub struct Config {
     pub admin_token: String,
     /// `admin.ready_requires_store`: /readyz also answers 503 while the store is unreachable.
     pub admin_ready_requires_store: bool,
-    pub branding: Branding,
-    /// `[page] template`, compiled once here: requests only render it.
-    pub custom_page: Option<Arc<CustomPage>>,
     /// `[turnstile]`, when a challenge is on.
     pub turnstile: Option<TurnstileConfig>,
-    /// `[autopilot]`, validated even when off.
-    pub autopilot: AutopilotConfig,
     /// The effective file (defaults filled in, environment applied), for `--test`.
     pub file: ConfigFile,
     /// The file this was loaded from: reloads read it again.
@@ -182,22 +173,14 @@ impl Config {
         };
         let pass_secret = read_secret("pass.secret", ENV_JWT_SECRET, &mut file.pass.secret)?;
         let admin_token = read_secret("admin.token", ENV_ADMIN_TOKEN, &mut file.admin.token)?;
-        check_room_id(&file.room.id)?;
-        let room_host = file.room.host.as_deref();
-        let route = Route {
-            host: room_host
-                .map(|h| canonical::host("room.host", h))
-                .transpose()?,
-            path: canonical::room_path(&file.room.path)?,
-        };
-        let room = RoomSettings::from_section(&file.room)?;
-        let origin = origin::origin(&file.origin, &mut warnings)?;
         let pass = pass::pass(&file.pass, pass_secret)?;
+        let rooms = rooms::rooms(&file, &pass.cookie_name, base_dir, &mut warnings)?;
+        let origin = origin::origin(&file.origin, &mut warnings)?;
         let store = store::store(&mut file.store, env, &mut warnings)?;
         let listen = listen::listen(&file.listen, env)?;
-        if route.host.is_none() && !listen.hosts.is_empty() {
+        if rooms.iter().any(|r| r.route.host.is_none()) && !listen.hosts.is_empty() {
             warnings.push(
-                "listen.hosts has no effect while room.host is unset: every host is served".into(),
+                "listen.hosts has no effect while a room has no host: every host is served".into(),
             );
         }
         let config = Config {
@@ -212,19 +195,14 @@ impl Config {
             connections: listen.connections,
             log: log::log(&file.log)?,
             origin,
-            room_id: file.room.id.clone(),
-            route,
+            rooms,
             pass,
             store,
             rate_limit: rate_limit::ip_limits(&file.rate_limit)?,
             admin_address: values::socket_addr("admin.address", &file.admin.address)?,
             admin_token,
             admin_ready_requires_store: file.admin.ready_requires_store,
-            branding: page::branding(&file.page, &room.name)?,
-            custom_page: page::custom_page(&file.page, base_dir, &mut warnings)?,
             turnstile: turnstile::turnstile(&mut file.turnstile, env, &mut warnings)?,
-            autopilot: autopilot::autopilot(&file.autopilot)?,
-            room,
             file,
             source: None,
             dev,

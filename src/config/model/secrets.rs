@@ -82,11 +82,17 @@ impl Config {
             mask(&mut t.secret);
         }
         file.store.url = file.store.url.as_deref().map(masked_url);
-        for rule in &mut file.room.bypass_headers {
-            *rule = bypass::masked(rule, ':');
-        }
-        for rule in &mut file.room.bypass_cookies {
-            *rule = bypass::masked(rule, '=');
+        let rooms = file
+            .room
+            .iter_mut()
+            .chain(file.rooms.iter_mut().map(|entry| &mut entry.room));
+        for room in rooms {
+            for rule in &mut room.bypass_headers {
+                *rule = bypass::masked(rule, ':');
+            }
+            for rule in &mut room.bypass_cookies {
+                *rule = bypass::masked(rule, '=');
+            }
         }
         toml::to_string_pretty(&file).unwrap_or_else(|e| format!("# cannot print: {e}\n"))
     }

@@ -15,7 +15,8 @@
 --   9 recent   LIST  "time:count" admissions of the last minute, oldest first
 --  10 counters HASH  admitted_total, abandoned_total, expired_total, revoked_total,
 --                    no_show_total, recent (sum of the recent list), last_place
---  11 leader   HASH  instance, until, fence, last (the last fence handed out)
+--  11 leader   HASH  instance, until, fence, last (the last fence handed out), seen (the
+--                    highest fence a round used)
 --  12 settings HASH  version, json
 -- A waiting visitor's heartbeat deadline lives in one of many small hashes, `…:beats:<n>` (id ->
 -- deadline; the Rust side picks the shard from the id and passes it in KEYS from 13), so that each

@@ -1,15 +1,12 @@
-//! The admin listener, apart from the public port: health, readiness, metrics, and the
-//! token-protected room API.
+//! One room's admin API: its state, live settings, scheduled events, revocation and reload.
+//! Served at `/admin/rooms/{id}/...`, and at `/admin/...` when the proxy runs one room.
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use pingora_core::apps::http_app::ServeHttp;
 use pingora_core::protocols::http::ServerSession;
 use serde::Deserialize;
 
-use subtle::ConstantTimeEq;
-
+use super::{error, read_body, read_json, reloaded};
 use crate::config::RoomSettings;
 use crate::config::file::EventSection;
 use crate::config::model::merge_patch;
@@ -17,27 +14,9 @@ use crate::core::schedule::Phase;
 use crate::gate::Gate;
 use crate::respond::reply::Reply;
 use crate::room::{LiveSettings, Room, StoreHealth};
-use crate::service::admission::AdmissionLoop;
-use crate::service::metrics::MetricsRegistry;
-use crate::service::reload::{ReloadError, Reloader};
+use crate::service::admission::{AdmissionLoop, RoomLoop};
+use crate::service::reload::Reloader;
 use crate::store::Store;
-
-/// Admin request bodies are small JSON objects.
-const MAX_BODY: usize = 64 * 1024;
-
-pub struct AdminApp {
-    room_id: String,
-    store: Arc<dyn Store>,
-    metrics: Arc<MetricsRegistry>,
-    settings: Arc<LiveSettings>,
-    health: Arc<StoreHealth>,
-    gate: Arc<Gate>,
-    admission: Arc<AdmissionLoop>,
-    reloader: Arc<Reloader>,
-    token: String,
-    /// `[admin] ready_requires_store`: /readyz fails while the store is unreachable.
-    ready_requires_store: bool,
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,75 +34,72 @@ enum EventChange<'a> {
     Delete(&'a str),
 }
 
-async fn read_json<T: serde::de::DeserializeOwned>(
-    session: &mut ServerSession,
-) -> Result<T, Reply> {
-    let body = read_body(session).await?;
-    serde_json::from_slice(&body)
-        .map_err(|e| error(400, format!("body is not valid JSON for this: {e}")))
+/// What one room's API works on.
+pub struct RoomAdmin {
+    room_id: String,
+    store: Arc<dyn Store>,
+    settings: Arc<LiveSettings>,
+    health: Arc<StoreHealth>,
+    gate: Arc<Gate>,
+    room_loop: Arc<RoomLoop>,
 }
 
-fn error(status: u16, message: impl Into<String>) -> Reply {
-    Reply::json(status, &serde_json::json!({ "error": message.into() }))
-}
-
-async fn read_body(session: &mut ServerSession) -> Result<Vec<u8>, Reply> {
-    let mut body = Vec::new();
-    loop {
-        match session.read_request_body().await {
-            Ok(Some(chunk)) => {
-                body.extend_from_slice(&chunk);
-                if body.len() > MAX_BODY {
-                    return Err(error(413, format!("body larger than {MAX_BODY} bytes")));
-                }
-            }
-            Ok(None) => return Ok(body),
-            Err(e) => return Err(error(400, format!("cannot read body: {e}"))),
-        }
-    }
-}
-
-/// What the admin API is given besides the room's shared state.
-pub struct AdminParts {
-    pub gate: Arc<Gate>,
-    pub admission: Arc<AdmissionLoop>,
-    pub reloader: Arc<Reloader>,
-    pub token: String,
-    pub ready_requires_store: bool,
-    pub metrics: Arc<MetricsRegistry>,
-}
-
-impl AdminApp {
-    pub fn new(room: &Room, parts: AdminParts) -> Self {
+impl RoomAdmin {
+    pub fn new(room: &Room, gate: Arc<Gate>, room_loop: Arc<RoomLoop>) -> Self {
         Self {
             room_id: room.id.clone(),
             store: room.store.clone(),
-            metrics: parts.metrics,
             settings: room.settings.clone(),
             health: room.health.clone(),
-            gate: parts.gate,
-            admission: parts.admission,
-            reloader: parts.reloader,
-            token: parts.token,
-            ready_requires_store: parts.ready_requires_store,
+            gate,
+            room_loop,
         }
     }
 
-    fn authorised(&self, session: &ServerSession) -> bool {
-        session
-            .req_header()
-            .headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|given| bool::from(given.trim().as_bytes().ct_eq(self.token.as_bytes())))
+    pub fn id(&self) -> &str {
+        &self.room_id
     }
 
-    async fn state(&self) -> Reply {
+    /// The room's store answers: for `/readyz`.
+    pub async fn ping(&self) -> Result<(), crate::store::StoreError> {
+        let ping = self.store.ping().await;
+        self.health.note(&ping);
+        ping
+    }
+
+    /// `rest` is what follows `/admin/` (or `/admin/rooms/{id}/`).
+    pub async fn route(
+        &self,
+        session: &mut ServerSession,
+        method: &str,
+        rest: &str,
+        admission: &AdmissionLoop,
+        reloader: &Reloader,
+    ) -> Reply {
+        if let Some(name) = rest.strip_prefix("events/") {
+            return match method {
+                "PUT" | "PATCH" => self.change_events(session, EventChange::Change(name)).await,
+                "DELETE" => self.change_events(session, EventChange::Delete(name)).await,
+                _ => error(405, "use PATCH (or PUT) or DELETE on events/{name}"),
+            };
+        }
+        match (method, rest) {
+            ("GET", "state") => self.state(admission).await,
+            ("GET", "events") => self.events(),
+            ("POST", "events") => self.change_events(session, EventChange::Add).await,
+            // RFC 7396 merge patch; PUT kept for the clients written before PATCH.
+            ("PATCH" | "PUT", "config") => self.patch_config(session).await,
+            ("POST", "revoke") => self.revoke(session).await,
+            ("POST", "reload") => reloaded(reloader.reload_room(&self.room_id).await),
+            _ => error(404, "no such admin endpoint"),
+        }
+    }
+
+    pub async fn state(&self, admission: &AdmissionLoop) -> Reply {
         let settings = self.settings.now();
         let counts = self.store.counts().await;
         self.health.note(&counts);
-        let leader = self.store.leader().await.ok().flatten();
+        let leader = admission.leader().await;
         match counts {
             Ok(c) => Reply::json(
                 200,
@@ -149,11 +125,11 @@ impl AdminApp {
                     "queue_all": settings.queue_all,
                     "suspended": settings.suspended,
                     "session_duration_seconds": settings.session_duration.as_secs_f64(),
-                    "instance": self.admission.instance(),
+                    "instance": admission.instance(),
                     "leader": leader,
-                    "is_leader": self.admission.is_leader(),
+                    "is_leader": admission.is_leader(),
                     "store_ok": self.health.is_up(),
-                    "settings_version": self.admission.settings_version(),
+                    "settings_version": self.room_loop.settings_version(),
                 }),
             ),
             Err(e) => error(503, format!("store unavailable: {e}")),
@@ -227,7 +203,7 @@ impl AdminApp {
             Ok(settings) => settings,
             Err(e) => return error(400, e.to_string()),
         };
-        match self.admission.publish_settings(settings).await {
+        match self.room_loop.publish_settings(settings).await {
             Ok(_) => match answer {
                 Some(event) => Reply::json(status, &event),
                 None => Reply::json(status, &serde_json::json!({ "deleted": true })),
@@ -271,7 +247,7 @@ impl AdminApp {
             Ok(s) => s,
             Err(e) => return error(400, e.to_string()),
         };
-        match self.admission.publish_settings(settings).await {
+        match self.room_loop.publish_settings(settings).await {
             Ok(section) => Reply::json(200, &section),
             Err(e) => error(503, format!("not applied: {e}")),
         }
@@ -290,96 +266,5 @@ impl AdminApp {
             Ok(revoked) => Reply::json(200, &serde_json::json!({ "revoked": revoked })),
             Err(e) => error(503, format!("not revoked: {e}")),
         }
-    }
-
-    /// `POST /admin/reload`: the file's [room] becomes the live settings, as on SIGHUP.
-    async fn reload(&self) -> Reply {
-        match self.reloader.reload().await {
-            Ok(done) => Reply::json(200, &done),
-            Err(e @ ReloadError::NoFile) => error(409, e.to_string()),
-            Err(e @ (ReloadError::Config(_) | ReloadError::Fixed { .. })) => {
-                error(400, e.to_string())
-            }
-            Err(e @ ReloadError::Store(_)) => error(503, e.to_string()),
-        }
-    }
-
-    /// `/readyz`: ready while this instance can serve. A store outage leaves it ready (pass
-    /// holders are served, newcomers follow `[store] on_error`): with one shared store, failing
-    /// readiness would take every instance out of the load balancer at once. Kubernetes' own
-    /// convention for `?verbose`: one `[+]`/`[-]` line per check.
-    async fn ready(&self, verbose: bool) -> Reply {
-        let ping = self.store.ping().await;
-        self.health.note(&ping);
-        let store_line = match &ping {
-            Ok(()) => "[+]store ok".to_owned(),
-            Err(e) if self.ready_requires_store => format!("[-]store failed: {e}"),
-            Err(e) => format!("[+]store failed: {e} (not required: ready_requires_store = false)"),
-        };
-        let ready = ping.is_ok() || !self.ready_requires_store;
-        let status = if ready { 200 } else { 503 };
-        let verdict = if ready {
-            "readyz check passed"
-        } else {
-            "readyz check failed"
-        };
-        if verbose {
-            Reply::text(status, format!("{store_line}\n{verdict}\n"))
-        } else if ready {
-            Reply::text(status, "ready\n")
-        } else {
-            Reply::text(status, format!("not ready: {store_line}\n"))
-        }
-    }
-
-    async fn route(&self, session: &mut ServerSession) -> Reply {
-        let method = session.req_header().method.clone();
-        let path = session.req_header().uri.path().to_owned();
-        match (method.as_str(), path.as_str()) {
-            ("GET", "/healthz") => Reply::text(200, "ok\n"),
-            ("GET", "/readyz") => {
-                let verbose = session.req_header().uri.query().is_some_and(|q| {
-                    q.split('&')
-                        .any(|kv| kv == "verbose" || kv.starts_with("verbose="))
-                });
-                self.ready(verbose).await
-            }
-            ("GET", "/metrics") => {
-                Reply::new(200, "text/plain; version=0.0.4", self.metrics.render())
-            }
-            (_, p) if p.starts_with("/admin/") => {
-                if !self.authorised(session) {
-                    return error(401, "missing or wrong bearer token")
-                        .with_header("www-authenticate", "Bearer");
-                }
-                if let Some(name) = p.strip_prefix("/admin/events/") {
-                    return match method.as_str() {
-                        "PUT" => self.change_events(session, EventChange::Change(name)).await,
-                        "DELETE" => self.change_events(session, EventChange::Delete(name)).await,
-                        _ => error(405, "use PUT or DELETE on /admin/events/{name}"),
-                    };
-                }
-                match (method.as_str(), p) {
-                    ("GET", "/admin/state") => self.state().await,
-                    ("GET", "/admin/events") => self.events(),
-                    ("POST", "/admin/events") => {
-                        self.change_events(session, EventChange::Add).await
-                    }
-                    // RFC 7396 merge patch; PUT kept for the clients written before PATCH.
-                    ("PATCH" | "PUT", "/admin/config") => self.patch_config(session).await,
-                    ("POST", "/admin/revoke") => self.revoke(session).await,
-                    ("POST", "/admin/reload") => self.reload().await,
-                    _ => error(404, "no such admin endpoint"),
-                }
-            }
-            _ => error(404, "no such endpoint"),
-        }
-    }
-}
-
-#[async_trait]
-impl ServeHttp for AdminApp {
-    async fn response(&self, session: &mut ServerSession) -> http::Response<Vec<u8>> {
-        self.route(session).await.into_http()
     }
 }

@@ -1,0 +1,188 @@
+//! The rooms: `[room]`, the one-room shorthand, or `[[rooms]]`, each with everything a `[room]`
+//! has and its own page and autopilot. Each is validated on its own (its errors name
+//! `rooms[i].key`), then together: ids and (host, path) pairs are unique.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::autopilot::{self, AutopilotConfig};
+use super::room::check_room_id;
+use super::{ConfigError, RoomSettings, canonical, invalid, page};
+use crate::config::file::{AutopilotSection, ConfigFile, PageSection, RoomSection};
+use crate::request::route::Route;
+use crate::respond::custom_page::CustomPage;
+use crate::respond::page::Branding;
+
+/// One room, validated.
+#[derive(Debug, Clone)]
+pub struct RoomConfig {
+    pub id: String,
+    pub route: Route,
+    /// As configured (file); the admin API changes them live.
+    pub settings: RoomSettings,
+    pub branding: Branding,
+    /// `page.template`: replaces the built-in waiting and closed pages.
+    pub custom_page: Option<Arc<CustomPage>>,
+    pub autopilot: AutopilotConfig,
+    /// The room's cookie: `pass.cookie_name` for `[room]`; `{cookie_name}-{id}` with `[[rooms]]`,
+    /// so that one room's cookie never overwrites another's.
+    pub cookie_name: String,
+}
+
+/// Where a room's sections are in the file, for the keys errors name.
+struct Place<'a> {
+    /// `room` or `rooms[2]`.
+    room: String,
+    /// The key prefix of its page and autopilot: its own, or the top-level ones.
+    page: &'a str,
+    autopilot: &'a str,
+}
+
+impl Place<'_> {
+    /// The error of one section as the file spells its key.
+    fn rename(&self, error: ConfigError) -> ConfigError {
+        let ConfigError::Invalid { key, reason } = error else {
+            return error;
+        };
+        let key = if let Some(rest) = key.strip_prefix("room.") {
+            format!("{}.{rest}", self.room)
+        } else if let Some(rest) = key.strip_prefix("page.") {
+            format!("{}.{rest}", self.page)
+        } else if let Some(rest) = key.strip_prefix("autopilot.") {
+            format!("{}.{rest}", self.autopilot)
+        } else {
+            key
+        };
+        ConfigError::Invalid { key, reason }
+    }
+}
+
+pub(crate) fn rooms(
+    file: &ConfigFile,
+    cookie_name: &str,
+    base_dir: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<RoomConfig>, ConfigError> {
+    let rooms = match (&file.room, file.rooms.as_slice()) {
+        (Some(_), [_, ..]) => {
+            return Err(invalid(
+                "rooms",
+                "a file holds [room] (one room) or [[rooms]] (several), not both",
+            ));
+        }
+        (None, []) => {
+            return Err(invalid(
+                "room",
+                "is required: [room] for one room, or [[rooms]] for several",
+            ));
+        }
+        (Some(room), []) => vec![one_room(
+            room,
+            &file.page,
+            &file.autopilot,
+            Place {
+                room: "room".into(),
+                page: "page",
+                autopilot: "autopilot",
+            },
+            cookie_name.to_owned(),
+            base_dir,
+            warnings,
+        )?],
+        (None, entries) => {
+            let mut rooms = Vec::with_capacity(entries.len());
+            let keys: Vec<(String, String, String)> = (0..entries.len())
+                .map(|i| {
+                    (
+                        format!("rooms[{i}]"),
+                        format!("rooms[{i}].page"),
+                        format!("rooms[{i}].autopilot"),
+                    )
+                })
+                .collect();
+            for (entry, (room, page, autopilot)) in entries.iter().zip(&keys) {
+                let place = Place {
+                    room: room.clone(),
+                    page: if entry.page.is_some() { page } else { "page" },
+                    autopilot: if entry.autopilot.is_some() {
+                        autopilot
+                    } else {
+                        "autopilot"
+                    },
+                };
+                rooms.push(one_room(
+                    &entry.room,
+                    entry.page.as_ref().unwrap_or(&file.page),
+                    entry.autopilot.as_ref().unwrap_or(&file.autopilot),
+                    place,
+                    format!("{cookie_name}-{}", entry.room.id),
+                    base_dir,
+                    warnings,
+                )?);
+            }
+            rooms
+        }
+    };
+    distinct(&rooms)?;
+    Ok(rooms)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one_room(
+    section: &RoomSection,
+    page_section: &PageSection,
+    autopilot_section: &AutopilotSection,
+    place: Place<'_>,
+    cookie_name: String,
+    base_dir: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<RoomConfig, ConfigError> {
+    let checked = || -> Result<RoomConfig, ConfigError> {
+        check_room_id(&section.id)?;
+        let route = Route {
+            host: section
+                .host
+                .as_deref()
+                .map(|h| canonical::host("room.host", h))
+                .transpose()?,
+            path: canonical::room_path(&section.path)?,
+        };
+        let settings = RoomSettings::from_section(section)?;
+        Ok(RoomConfig {
+            id: section.id.clone(),
+            route,
+            branding: page::branding(page_section, &settings.name)?,
+            custom_page: page::custom_page(page_section, base_dir, warnings)?,
+            autopilot: autopilot::autopilot(autopilot_section)?,
+            settings,
+            cookie_name,
+        })
+    };
+    checked().map_err(|e| place.rename(e))
+}
+
+/// Two rooms with one id would share their keys in the store; two with one host and path would
+/// leave a request to a coin toss.
+fn distinct(rooms: &[RoomConfig]) -> Result<(), ConfigError> {
+    for (j, later) in rooms.iter().enumerate() {
+        for (i, earlier) in rooms[..j].iter().enumerate() {
+            if later.id == earlier.id {
+                return Err(invalid(
+                    &format!("rooms[{j}].id"),
+                    format!("{:?} is the id of rooms[{i}] too", later.id),
+                ));
+            }
+            if later.route == earlier.route {
+                return Err(invalid(
+                    &format!("rooms[{j}].path"),
+                    format!(
+                        "rooms[{i}] covers the same host ({}) and path ({:?})",
+                        later.route.host.as_deref().unwrap_or("any"),
+                        later.route.path
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
