@@ -989,3 +989,92 @@ fn drop_toml_documents_every_key_of_every_section() {
         }
     }
 }
+
+/// `[[rooms]]` tables on an origin; `rooms` is the text after `[origin]`.
+fn with_rooms(rooms: &str) -> String {
+    format!("[origin]\naddress = \"127.0.0.1:3000\"\n{rooms}")
+}
+
+const ROOM_A: &str = "[[rooms]]\nid = \"drop\"\npath = \"/drop\"\ntotal_active_users = 2\n\
+                      new_users_per_minute = 2\n";
+const ROOM_B: &str = "[[rooms]]\nid = \"tickets\"\nhost = \"Tickets.example.com\"\n\
+                      total_active_users = 5\nnew_users_per_minute = 5\n";
+
+#[test]
+fn several_rooms_each_with_their_own_numbers_page_and_cookie() {
+    let text = with_rooms(&format!(
+        "{ROOM_A}[rooms.page]\ntitle = \"Sneakers\"\n\n{ROOM_B}\n[page]\ntitle = \"The shop\"\n"
+    ));
+    let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+    let [drop, tickets] = config.rooms.as_slice() else {
+        panic!("two rooms: {:?}", config.rooms.len());
+    };
+    assert_eq!(drop.id, "drop");
+    assert_eq!(drop.route.path, "/drop");
+    assert_eq!(drop.route.host, None);
+    assert_eq!(drop.settings.total_active_users, 2);
+    assert_eq!(drop.branding.title, "Sneakers", "its own [rooms.page]");
+    assert_eq!(drop.cookie_name, "waitroom-drop");
+    assert_eq!(tickets.route.host.as_deref(), Some("tickets.example.com"));
+    assert_eq!(tickets.route.path, "/");
+    assert_eq!(tickets.settings.total_active_users, 5);
+    assert_eq!(tickets.branding.title, "The shop", "the top-level [page]");
+    assert_eq!(tickets.cookie_name, "waitroom-tickets");
+    // The one-room shorthand keeps the cookie name as it is.
+    let (one, _) = Config::parse(&minimal(""), &with_secrets(), false).unwrap();
+    assert_eq!(one.rooms[0].cookie_name, "waitroom");
+}
+
+#[test]
+fn room_errors_name_the_room_and_the_key() {
+    let both = format!("{}{ROOM_A}", minimal(""));
+    assert!(
+        error_of(&both).starts_with("rooms: a file holds [room]"),
+        "{}",
+        error_of(&both)
+    );
+    let none = "[origin]\naddress = \"127.0.0.1:3000\"\n";
+    assert!(
+        error_of(none).starts_with("room: is required"),
+        "{}",
+        error_of(none)
+    );
+    let twice = with_rooms(&format!("{ROOM_A}{ROOM_A}"));
+    assert!(
+        error_of(&twice).starts_with("rooms[1].id: \"drop\" is the id of rooms[0] too"),
+        "{}",
+        error_of(&twice)
+    );
+    let same_place = with_rooms(&format!(
+        "{ROOM_A}{}",
+        ROOM_A.replace("id = \"drop\"", "id = \"drop2\"")
+    ));
+    assert!(
+        error_of(&same_place).starts_with("rooms[1].path: rooms[0] covers the same host"),
+        "{}",
+        error_of(&same_place)
+    );
+    let bad_number = with_rooms(&format!(
+        "{ROOM_A}{}",
+        ROOM_B.replace("total_active_users = 5", "total_active_users = 0")
+    ));
+    assert!(
+        error_of(&bad_number).starts_with("rooms[1].total_active_users: must be at least 1"),
+        "{}",
+        error_of(&bad_number)
+    );
+    let bad_page = with_rooms(&format!(
+        "{ROOM_A}{ROOM_B}[rooms.page]\nprimary_color = \"blue\"\n"
+    ));
+    assert!(
+        error_of(&bad_page).starts_with("rooms[1].page.primary_color"),
+        "{}",
+        error_of(&bad_page)
+    );
+    let unknown = with_rooms(&format!("{ROOM_A}colour = \"red\"\n"));
+    assert!(
+        error_of(&unknown).contains("colour"),
+        "{}",
+        error_of(&unknown)
+    );
+}

@@ -122,7 +122,7 @@ pub struct OriginSection {
 
 /// One of `[[rooms]]`: everything a `[room]` has, and its own `[rooms.page]` and
 /// `[rooms.autopilot]` (the top-level `[page]` and `[autopilot]` when it has none).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct RoomEntry {
     #[serde(flatten)]
     pub room: RoomSection,
@@ -130,6 +130,34 @@ pub struct RoomEntry {
     pub page: Option<PageSection>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autopilot: Option<AutopilotSection>,
+}
+
+/// By hand: serde's `flatten` would let an unknown key of a room through silently (it turns off
+/// `deny_unknown_fields`), so the page and autopilot tables are taken out first and the rest read
+/// as a strict `RoomSection`.
+impl<'de> Deserialize<'de> for RoomEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut table = toml::Table::deserialize(deserializer)?;
+        let page = table
+            .remove("page")
+            .map(|v| v.try_into::<PageSection>())
+            .transpose()
+            .map_err(|e| D::Error::custom(format!("page: {e}")))?;
+        let autopilot = table
+            .remove("autopilot")
+            .map(|v| v.try_into::<AutopilotSection>())
+            .transpose()
+            .map_err(|e| D::Error::custom(format!("autopilot: {e}")))?;
+        let room = toml::Value::Table(table)
+            .try_into::<RoomSection>()
+            .map_err(D::Error::custom)?;
+        Ok(Self {
+            room,
+            page,
+            autopilot,
+        })
+    }
 }
 
 /// The room: every key but `id`, `host` and `path` can be changed live through the admin API.

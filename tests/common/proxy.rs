@@ -52,6 +52,8 @@ pub struct Sections<'a> {
     pub listen: &'a str,
     pub origin: &'a str,
     pub room: &'a str,
+    /// `[[rooms]]` tables written in place of the one `[room]` (then `room` is not used).
+    pub rooms: Option<&'a str>,
     /// Whole sections after [admin].
     pub rest: &'a str,
 }
@@ -64,6 +66,7 @@ impl Default for Sections<'_> {
             listen: "",
             origin: "",
             room: "",
+            rooms: None,
             rest: "",
         }
     }
@@ -91,6 +94,7 @@ pub fn config_with(listen: u16, admin: u16, origin: SocketAddr, s: Sections) -> 
         listen: listen_extra,
         origin: origin_extra,
         room,
+        rooms,
         rest,
     } = s;
     let mut defaults = String::new();
@@ -106,6 +110,10 @@ pub fn config_with(listen: u16, admin: u16, origin: SocketAddr, s: Sections) -> 
     } else {
         "[rate_limit]\ntickets_per_ip_per_minute = 0\nmax_live_tickets_per_ip = 0\n"
     };
+    let room_tables = rooms.map_or_else(
+        || format!("[room]\nid = \"test-room\"\nname = \"Test drop\"\n{defaults}{room}"),
+        str::to_owned,
+    );
     format!(
         r#"
 [listen]
@@ -120,10 +128,7 @@ connect_timeout = "1s"
 read_timeout = "{read_timeout}"
 {origin_extra}
 
-[room]
-id = "test-room"
-name = "Test drop"
-{defaults}{room}
+{room_tables}
 
 [pass]
 secret = "{SECRET}"
