@@ -931,3 +931,53 @@ async fn staff_and_monitoring_skip_the_room_by_address_header_or_cookie() {
     let metrics = untrusted.metrics().await;
     assert!(metrics.contains("waitroom_requests_total{outcome=\"bypassed\",room=\"test-room\"} 3"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_changes_are_json_merge_patches() {
+    let proxy = TestProxy::start(
+        "total_active_users = 1\nnew_users_per_minute = 100\n\
+         crawler_ranges = { googlebot = [\"66.249.64.0/19\"], bingbot = [\"157.55.39.0/24\"] }",
+    );
+    let patch = |content_type: &'static str, body: &'static str| {
+        reqwest::Client::new()
+            .patch(format!("{}/admin/config", proxy.admin))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+    let answer = patch(
+        "application/merge-patch+json",
+        r#"{"total_active_users": 4, "crawler_ranges": {"bingbot": null}}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 200);
+    let section: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(section["total_active_users"], 4);
+    // RFC 7396: objects merge key by key, null removes.
+    assert_eq!(
+        section["crawler_ranges"],
+        serde_json::json!({ "googlebot": ["66.249.64.0/19"] })
+    );
+    let form = patch(
+        "application/x-www-form-urlencoded",
+        r#"{"total_active_users": 5}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(form.status(), 415);
+    assert_eq!(
+        form.headers().get("accept-patch").unwrap(),
+        "application/merge-patch+json"
+    );
+    assert_eq!(proxy.state().await["total_active_users"], 4);
+    // PUT, the alias scripts were written with, takes any body as the same patch.
+    assert_eq!(
+        put_config(&proxy, r#"{"total_active_users": 6}"#)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(proxy.state().await["total_active_users"], 6);
+}

@@ -88,7 +88,8 @@ impl RoomAdmin {
             ("GET", "events") => self.events(),
             ("POST", "events") => self.change_events(session, EventChange::Add).await,
             // RFC 7396 merge patch; PUT kept for the clients written before PATCH.
-            ("PATCH" | "PUT", "config") => self.patch_config(session).await,
+            ("PATCH", "config") => self.patch_config(session, true).await,
+            ("PUT", "config") => self.patch_config(session, false).await,
             ("POST", "revoke") => self.revoke(session).await,
             ("POST", "reload") => reloaded(reloader.reload_room(&self.room_id).await),
             _ => error(404, "no such admin endpoint"),
@@ -212,7 +213,9 @@ impl RoomAdmin {
         }
     }
 
-    async fn patch_config(&self, session: &mut ServerSession) -> Reply {
+    /// `strict`: PATCH names its patch format (RFC 5789: 415 otherwise); PUT, the alias kept
+    /// for scripts written before PATCH, reads any body as the JSON merge patch it always was.
+    async fn patch_config(&self, session: &mut ServerSession, strict: bool) -> Reply {
         let content_type = session
             .req_header()
             .headers
@@ -225,7 +228,8 @@ impl RoomAdmin {
                     .trim()
                     .to_ascii_lowercase()
             });
-        if let Some(content_type) = content_type
+        if strict
+            && let Some(content_type) = content_type
             && content_type != "application/merge-patch+json"
             && content_type != "application/json"
         {
