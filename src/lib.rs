@@ -10,9 +10,7 @@
 pub mod clock;
 pub mod config;
 pub mod core;
-pub mod crawler;
 pub mod gate;
-pub mod locale;
 pub mod proxy;
 pub mod request;
 pub mod respond;

@@ -27,7 +27,7 @@ use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::estimate::WaitEstimate;
 use crate::core::fairness::FairnessWindow;
 use crate::core::ip_limit::IpLimits;
-use crate::crawler;
+use crate::request::crawler;
 use crate::request::view::Request;
 use crate::room::{LiveSettings, Pollers, StoreHealth, ViewCell};
 use crate::service::metrics::Metrics;

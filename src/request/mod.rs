@@ -5,5 +5,6 @@
 pub mod authority;
 pub mod canonical;
 pub mod client;
+pub mod crawler;
 pub mod route;
 pub mod view;

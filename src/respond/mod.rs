@@ -4,6 +4,7 @@
 
 pub mod cookies;
 pub mod custom_page;
+pub mod locale;
 pub mod page;
 pub mod reply;
 pub mod status;
@@ -13,8 +14,8 @@ use std::sync::Arc;
 use crate::clock::{SharedClock, rfc3339_ms};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::gate::{Decided, Decision, Forward, Limit, Wait, Watched};
-use crate::locale::{Locale, PageLanguage};
 use crate::request::view::{Request, Reserved};
+use crate::respond::locale::{Locale, PageLanguage};
 use crate::store::StoreError;
 use cookies::CookieJar;
 use custom_page::{CustomPage, PageVariables};

@@ -12,7 +12,7 @@ use askama::Template;
 
 use crate::clock::{Millis, rfc3339_ms};
 use crate::core::estimate::WaitEstimate;
-use crate::locale::{Locale, PageLanguage, Texts};
+use crate::respond::locale::{Locale, PageLanguage, Texts};
 
 /// Branding from the [page] config section.
 #[derive(Debug, Clone)]

@@ -12,8 +12,8 @@ use hcl::{Attribute, Body, Expression, Identifier, ObjectKey};
 use crate::config::file::{ConfigFile, RoomSection};
 use crate::config::model::{ConfigError, SameSite, check_room_id, invalid, same_site};
 use crate::config::{QueueingMethod, RoomSettings};
-use crate::locale::{Locale, PageLanguage};
 use crate::request::route::PathPattern;
+use crate::respond::locale::{Locale, PageLanguage};
 
 /// Cloudflare refuses smaller `total_active_users` and `new_users_per_minute`.
 pub const CLOUDFLARE_MIN_USERS: u64 = 200;

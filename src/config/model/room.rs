@@ -398,7 +398,7 @@ fn crawler_ranges(s: &RoomSection) -> Result<Vec<(String, Cidr)>, ConfigError> {
     let mut ranges = Vec::new();
     for (name, list) in &s.crawler_ranges {
         let key = format!("room.crawler_ranges.{name}");
-        if !crate::crawler::known(name) {
+        if !crate::request::crawler::known(name) {
             return Err(invalid(&key, "not a known crawler (googlebot, bingbot)"));
         }
         for range in list {
