@@ -9,6 +9,7 @@ scripts/setup.sh
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
+scripts/check-doc-links.py
 cargo build --locked --bin waitroom-proxy
 for config in config/*.toml; do
   WR_JWT_SECRET=ci-secret-ci-secret-ci-secret-ci-secret \
