@@ -1,4 +1,9 @@
 //! The token bucket that holds admissions to `new_users_per_minute`.
+//!
+//! Written by hand rather than taken from a rate-limiting crate on purpose: the Redis store runs
+//! the same arithmetic inside its Lua scripts (`src/store/lua/common.lua`, `bucket`), and the
+//! conformance suite holds both to one answer. A crate's bucket (GCRA, or another refill rule)
+//! would let the memory and Redis stores admit differently.
 
 use crate::clock::Millis;
 
