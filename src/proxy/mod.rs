@@ -126,6 +126,15 @@ impl WaitroomProxy {
         self.trusted_proxies.iter().any(|c| c.contains(ip))
     }
 
+    /// Notes what goes to the origin: the canonical request, whatever was decided, not the
+    /// client's spelling of it.
+    fn forwarding(&self, ctx: &mut RequestCtx, req: &RequestHeader, canonical: &Canonical<'_>) {
+        ctx.target = canonical.target.rewritten().map(str::to_owned);
+        if self.origin.host_header.is_none() {
+            ctx.host = host_to_forward(req, canonical.host.as_ref());
+        }
+    }
+
     /// The room a reserved path speaks for: the one its `?room=` names, the only one, or the
     /// one covering the host's root.
     fn reserved_room(&self, canonical: &Canonical<'_>) -> Option<usize> {
@@ -281,11 +290,6 @@ impl ProxyHttp for WaitroomProxy {
                 .await?;
             return Ok(true);
         }
-        // Whatever is decided, the origin gets the canonical request.
-        ctx.target = canonical.target.rewritten().map(str::to_owned);
-        if self.origin.host_header.is_none() {
-            ctx.host = host_to_forward(req, canonical.host.as_ref());
-        }
         let room = self.routes.room_for(
             canonical.host.as_ref().map(Authority::host),
             canonical.target.match_path(),
@@ -293,6 +297,7 @@ impl ProxyHttp for WaitroomProxy {
         ctx.room = room;
         let Some(front) = room.and_then(|i| self.fronts.get(i)) else {
             ctx.decision = Outcome::Unprotected.label();
+            self.forwarding(ctx, req, &canonical);
             return Ok(false);
         };
         let request = Request::new(&canonical, &req.headers, client_ip);
@@ -302,6 +307,7 @@ impl ProxyHttp for WaitroomProxy {
             Decision::Forward(forward) => {
                 ctx.set_cookie = front.responder.pass_cookie(forward);
                 ctx.holder = forward.holder.clone();
+                self.forwarding(ctx, req, &canonical);
                 return Ok(false);
             }
             _ => {
@@ -309,8 +315,6 @@ impl ProxyHttp for WaitroomProxy {
                 front.responder.reply(&decided, format)
             }
         };
-        ctx.target = None;
-        ctx.host = None;
         match reply {
             Some(reply) => reply.send(session, head_only).await?,
             None => {
