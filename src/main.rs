@@ -47,7 +47,8 @@ enum Command {
         #[arg(long, short)]
         out: Option<PathBuf>,
     },
-    /// Propose total_active_users and new_users_per_minute from a load/k6-capacity.js summary.
+    /// Propose total_active_users and new_users_per_minute, and the [autopilot]'s bounds and
+    /// targets, from a load/k6-capacity.js summary.
     Calibrate {
         /// The JSON summary written by load/k6-capacity.js (its SUMMARY).
         #[arg(long)]
@@ -87,6 +88,9 @@ fn calibrate(summary: &Path, session: Duration, margin: f64) -> ExitCode {
             println!("{}\n", proposal.explanation);
             print!("{}", proposal.room_toml());
             println!("session_duration = \"{}\"", config_duration(session));
+            if let Some(autopilot) = &proposal.autopilot {
+                print!("\n{}", autopilot.toml());
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

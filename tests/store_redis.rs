@@ -11,11 +11,15 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use waitroom::clock::{ManualClock, Millis};
+use waitroom::clock::{Clock, ManualClock, Millis};
+use waitroom::core::autopilot::{Outcome, Setpoint, Signal, window_start};
 use waitroom::core::ip_limit::{IpClaim, IpLimits, RETAIN_LIVE_MS};
 use waitroom::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 use waitroom::store::redis::{RedisOptions, RedisStore, TimeSource};
-use waitroom::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
+use waitroom::store::{
+    AutopilotRecord, AutopilotState, Joined, SavedSettings, Store, StoreError, StoreResult,
+    TicketPlace, window_kept_until,
+};
 
 use common::conformance::limits;
 use common::redis_server::{RedisCluster, RedisServer};
@@ -101,6 +105,21 @@ impl Store for Served {
     }
     async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {
         self.store.keep_alive(ids, limits).await
+    }
+    async fn report_window(&self, window: &Signal) -> StoreResult<()> {
+        self.store.report_window(window).await
+    }
+    async fn read_window(&self, started_at: Millis) -> StoreResult<Signal> {
+        self.store.read_window(started_at).await
+    }
+    async fn save_autopilot(&self, record: &AutopilotRecord, fence: u64) -> StoreResult<()> {
+        self.store.save_autopilot(record, fence).await
+    }
+    async fn load_autopilot(&self) -> StoreResult<AutopilotState> {
+        self.store.load_autopilot().await
+    }
+    async fn set_autopilot_paused(&self, paused: bool) -> StoreResult<()> {
+        self.store.set_autopilot_paused(paused).await
     }
     async fn ping(&self) -> StoreResult<()> {
         self.store.ping().await
@@ -425,6 +444,137 @@ async fn malformed_data_is_reported_as_corrupt() {
     server.command(&["RPUSH", "wrtest:{garbage}:recent", "garbage"]);
     let counts = b.counts().await;
     assert!(matches!(counts, Err(StoreError::Corrupt(_))), "{counts:?}");
+
+    server.command(&["HSET", "wrtest:{garbage}:autopilot", "record", "{\"total\""]);
+    let state = b.load_autopilot().await;
+    assert!(matches!(state, Err(StoreError::Corrupt(_))), "{state:?}");
+    let key = "wrtest:{garbage}:autopilot:w:10000";
+    server.command(&["HSET", key, "until", "99999999999999", "requests", "many"]);
+    let window = b.read_window(10_000).await;
+    assert!(matches!(window, Err(StoreError::Corrupt(_))), "{window:?}");
+}
+
+/// One instance's window of `n` responses of `latency_ms`.
+fn responses(started_at: Millis, n: u64, latency_ms: u64) -> Signal {
+    let mut w = Signal::new(started_at);
+    for _ in 0..n {
+        w.record(Outcome::Response {
+            status: 200,
+            latency: Duration::from_millis(latency_ms),
+        });
+    }
+    w.ended_at = started_at + 10_000;
+    w
+}
+
+fn setpoint(total_active_users: u64) -> Setpoint {
+    Setpoint {
+        total_active_users,
+        new_users_per_minute: total_active_users * 2,
+        burst: total_active_users,
+    }
+}
+
+/// The autopilot between instances: each reports its window into the same hash, in the room's
+/// slot; the leader's record, and the pause set on another instance, are seen by all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_share_the_autopilot_windows_and_state() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let a = store(&server, "pilot", &clock).await;
+    let b = store(&server, "pilot", &clock).await;
+    let start = window_start(clock.now_ms(), 10_000) - 10_000;
+    let (wa, wb) = (responses(start, 300, 40), responses(start, 100, 400));
+    a.report_window(&wa).await.unwrap();
+    b.report_window(&wb).await.unwrap();
+    let mut both = wa.clone();
+    both.merge(&wb);
+    assert_eq!(a.read_window(start).await.unwrap(), both);
+    assert_eq!(b.read_window(start).await.unwrap(), both);
+    // 100 of 400 at 400 ms: the p95 of the room is the slow instance's.
+    let p95 = both.p95().unwrap();
+    assert!(
+        p95 >= Duration::from_millis(375) && p95 <= Duration::from_millis(425),
+        "{p95:?}"
+    );
+
+    // Its hash, in the room's slot, expires by itself once past keeping.
+    let key = format!("wrtest:{{pilot}}:autopilot:w:{start}");
+    let pttl: i64 = server
+        .command(&["PTTL", &key])
+        .trim_start_matches(':')
+        .trim()
+        .parse()
+        .unwrap();
+    let kept_for = window_kept_until(&wa) - clock.now_ms();
+    assert!(
+        pttl > kept_for - 5_000 && pttl <= kept_for,
+        "PTTL {pttl} ms, kept for {kept_for} ms"
+    );
+
+    let fence = a.lead("a", 5_000).await.unwrap().unwrap();
+    let record = AutopilotRecord {
+        setpoint: setpoint(42),
+        start: setpoint(100),
+        reason: "breach".into(),
+        changed_at: clock.now_ms(),
+    };
+    a.save_autopilot(&record, fence).await.unwrap();
+    b.set_autopilot_paused(true).await.unwrap();
+    let seen = AutopilotState {
+        paused: true,
+        record: Some(record.clone()),
+    };
+    assert_eq!(a.load_autopilot().await.unwrap(), seen);
+    assert_eq!(b.load_autopilot().await.unwrap(), seen);
+    // b does not lead: its write is refused, whatever fence it claims.
+    assert!(matches!(
+        b.save_autopilot(&record, fence + 1).await,
+        Err(StoreError::NotLeader(_))
+    ));
+    let stored = server.command(&["HGET", "wrtest:{pilot}:autopilot", "record"]);
+    assert!(
+        stored.contains(r#""total_active_users":42"#) && stored.contains(r#""start":{"#),
+        "readable JSON: {stored}"
+    );
+}
+
+/// A loss of the data takes the autopilot's state with it: every instance reads no record (the
+/// room's own limits apply) and an unpaused autopilot, the old leader's fence is refused, and the
+/// leader elected next writes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_data_loses_the_autopilot_state_and_the_old_fence() {
+    let mut server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let a = store(&server, "pilot-lost", &clock).await;
+    let start = window_start(clock.now_ms(), 10_000) - 10_000;
+    a.report_window(&responses(start, 60, 50)).await.unwrap();
+    let old = a.lead("a", 60_000).await.unwrap().unwrap();
+    let record = AutopilotRecord {
+        setpoint: setpoint(70),
+        start: setpoint(100),
+        reason: "breach".into(),
+        changed_at: clock.now_ms(),
+    };
+    a.save_autopilot(&record, old).await.unwrap();
+    a.set_autopilot_paused(true).await.unwrap();
+    clock.advance(Duration::from_secs(1));
+
+    server.restart();
+
+    assert_eq!(
+        eventually(|| a.load_autopilot()).await,
+        AutopilotState::default()
+    );
+    assert_eq!(a.read_window(start).await.unwrap(), Signal::new(start));
+    assert!(matches!(
+        a.save_autopilot(&record, old).await,
+        Err(StoreError::NotLeader(_))
+    ));
+    let new = a.lead("a", 60_000).await.unwrap().unwrap();
+    assert!(new > old, "fences keep growing across a loss");
+    a.save_autopilot(&record, new).await.unwrap();
+    assert_eq!(a.load_autopilot().await.unwrap().record, Some(record));
 }
 
 /// Run with `cargo test --release --test store_redis -- --ignored --nocapture measure`.
@@ -552,7 +702,12 @@ async fn a_redis_cluster_passes_the_conformance_checks() {
         settings_are_versioned,
         capacity_holds_under_concurrent_admissions,
         one_address_is_held_to_its_rate_of_new_tickets,
-        an_address_holds_at_most_its_cap_of_tickets_in_line
+        an_address_holds_at_most_its_cap_of_tickets_in_line,
+        windows_of_several_instances_add_up_exactly,
+        a_window_nobody_reported_reads_empty,
+        reported_windows_are_kept_for_a_few_windows,
+        only_the_current_leader_writes_the_autopilot_record,
+        the_pause_switch_is_kept_apart_from_the_record
     );
 
     // Revocations reach the other instances whichever node holds the room.

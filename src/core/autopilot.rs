@@ -519,8 +519,9 @@ fn duration_ms(d: Duration) -> Millis {
 // The controller
 // ---------------------------------------------------------------------------------------------
 
-/// The limits the admission loop obeys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The limits the admission loop obeys. Deserialize: the store keeps the leader's setpoint
+/// (`crate::store::AutopilotRecord`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Setpoint {
     pub total_active_users: u64,
     pub new_users_per_minute: u64,

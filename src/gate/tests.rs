@@ -18,7 +18,8 @@ use crate::request::view::{Canonical, Head, Sites};
 use crate::room::Room;
 use crate::service::admission::{AdmissionLoop, RoomLoop};
 use crate::store::memory::MemoryStore;
-use crate::store::{Joined, SavedSettings, StoreResult, TicketPlace};
+use crate::core::autopilot::Signal;
+use crate::store::{AutopilotRecord, AutopilotState, Joined, SavedSettings, StoreResult, TicketPlace};
 use crate::token::Signer;
 
 struct NoEnvironment;
@@ -136,6 +137,26 @@ impl Store for Flaky {
     }
     async fn ping(&self) -> StoreResult<()> {
         self.check()
+    }
+    async fn report_window(&self, window: &Signal) -> StoreResult<()> {
+        self.check()?;
+        self.inner.report_window(window).await
+    }
+    async fn read_window(&self, started_at: Millis) -> StoreResult<Signal> {
+        self.check()?;
+        self.inner.read_window(started_at).await
+    }
+    async fn save_autopilot(&self, record: &AutopilotRecord, fence: u64) -> StoreResult<()> {
+        self.check()?;
+        self.inner.save_autopilot(record, fence).await
+    }
+    async fn load_autopilot(&self) -> StoreResult<AutopilotState> {
+        self.check()?;
+        self.inner.load_autopilot().await
+    }
+    async fn set_autopilot_paused(&self, paused: bool) -> StoreResult<()> {
+        self.check()?;
+        self.inner.set_autopilot_paused(paused).await
     }
 }
 

@@ -1,20 +1,32 @@
 //! The in-process store: the room model behind one mutex. The default, so a single instance
 //! needs nothing else installed.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 
 use crate::clock::{Millis, SharedClock};
+use crate::core::autopilot::Signal;
 use crate::core::ip_limit::{IpClaim, IpLedger, IpLimits};
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoomState, RoundReport};
-use crate::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
+use crate::store::{
+    AutopilotRecord, AutopilotState, Joined, SavedSettings, Store, StoreError, StoreResult,
+    TicketPlace, window_kept_until,
+};
 
 #[derive(Debug)]
 struct Leader {
     instance: String,
     until: Millis,
     fence: u64,
+}
+
+/// An autopilot window as reported so far, and until when it is kept.
+#[derive(Debug)]
+struct KeptWindow {
+    signal: Signal,
+    until: Millis,
 }
 
 #[derive(Debug)]
@@ -26,6 +38,22 @@ struct Inner {
     seen_fence: u64,
     settings: Option<SavedSettings>,
     ips: IpLedger,
+    autopilot: AutopilotState,
+    /// By `started_at`.
+    windows: BTreeMap<Millis, KeptWindow>,
+}
+
+impl Inner {
+    /// Whether `fence` may act for the leader, recording it: one lease leads every room of a
+    /// proxy (it may be another room's store's), so a token below the highest seen here is
+    /// refused, and a leader that was replaced can never act after its successor has.
+    fn leads(&mut self, fence: u64) -> bool {
+        if fence < self.last_fence.max(self.seen_fence) {
+            return false;
+        }
+        self.seen_fence = fence;
+        true
+    }
 }
 
 pub struct MemoryStore {
@@ -46,6 +74,8 @@ impl MemoryStore {
                 seen_fence: 0,
                 settings: None,
                 ips: IpLedger::default(),
+                autopilot: AutopilotState::default(),
+                windows: BTreeMap::new(),
             }),
         }
     }
@@ -141,14 +171,10 @@ impl Store for MemoryStore {
     }
 
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {
-        // One lease leads every room of a proxy (it may be another room's store's): a round
-        // is refused for a token below the highest seen here, so a leader that was replaced can
-        // never act after its successor has.
         self.with(|s, now| {
-            if fence < s.last_fence.max(s.seen_fence) {
+            if !s.leads(fence) {
                 return Err(StoreError::NotLeader(fence));
             }
-            s.seen_fence = fence;
             Ok(s.room.admission_round(limits, now))
         })
     }
@@ -207,6 +233,57 @@ impl Store for MemoryStore {
 
     async fn load_settings(&self) -> StoreResult<Option<SavedSettings>> {
         Ok(self.with(|s, _| s.settings.clone()))
+    }
+
+    async fn report_window(&self, window: &Signal) -> StoreResult<()> {
+        if window.requests == 0 {
+            return Ok(());
+        }
+        let until = window_kept_until(window);
+        self.with(|s, now| {
+            s.windows.retain(|_, kept| kept.until > now);
+            if until <= now {
+                return;
+            }
+            let kept = s
+                .windows
+                .entry(window.started_at)
+                .or_insert_with(|| KeptWindow {
+                    signal: Signal::new(window.started_at),
+                    until,
+                });
+            kept.signal.merge(window);
+            kept.until = kept.until.max(until);
+        });
+        Ok(())
+    }
+
+    async fn read_window(&self, started_at: Millis) -> StoreResult<Signal> {
+        Ok(self.with(|s, now| {
+            s.windows
+                .get(&started_at)
+                .filter(|kept| kept.until > now)
+                .map_or_else(|| Signal::new(started_at), |kept| kept.signal.clone())
+        }))
+    }
+
+    async fn save_autopilot(&self, record: &AutopilotRecord, fence: u64) -> StoreResult<()> {
+        self.with(|s, _| {
+            if !s.leads(fence) {
+                return Err(StoreError::NotLeader(fence));
+            }
+            s.autopilot.record = Some(record.clone());
+            Ok(())
+        })
+    }
+
+    async fn load_autopilot(&self) -> StoreResult<AutopilotState> {
+        Ok(self.with(|s, _| s.autopilot.clone()))
+    }
+
+    async fn set_autopilot_paused(&self, paused: bool) -> StoreResult<()> {
+        self.with(|s, _| s.autopilot.paused = paused);
+        Ok(())
     }
 
     async fn epoch(&self) -> StoreResult<String> {

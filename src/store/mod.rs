@@ -6,8 +6,10 @@ pub mod memory;
 pub mod redis;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
+use crate::core::autopilot::{Setpoint, Signal};
 use crate::core::ip_limit::{IpClaim, IpLimits};
 use crate::core::queue::Place;
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
@@ -54,6 +56,46 @@ pub struct Joined {
 pub struct SavedSettings {
     pub version: u64,
     pub json: String,
+}
+
+/// What the autopilot's leader writes to the store at each change of limits (issue #16), so
+/// that every instance applies the same limits and a new leader goes on from them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutopilotRecord {
+    /// The limits in force: what every instance admits by while the autopilot is on.
+    #[serde(flatten)]
+    pub setpoint: Setpoint,
+    /// The room's own limits the autopilot started from (the ratios of rate and burst to
+    /// capacity). A new leader goes on from `setpoint` (`Controller::restore`) only while the
+    /// room's limits are still these; else an operator changed them meanwhile, and it starts
+    /// from the new ones (`Controller::new`).
+    pub start: Setpoint,
+    /// Why the limits are what they are (the last decision's reason), for /admin/state.
+    pub reason: String,
+    pub changed_at: Millis,
+}
+
+/// The autopilot's state shared through the store, as any instance reads it back.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AutopilotState {
+    /// The operator's switch (`/admin/autopilot`, on any instance): the leader pauses while set.
+    pub paused: bool,
+    /// The leader's last record; None before its first change, and after a loss of the store's
+    /// data (then the room's own limits apply until the leader decides again).
+    pub record: Option<AutopilotRecord>,
+}
+
+/// How long a reported window is kept after its end, in lengths of the window: the leader reads
+/// it a second or two after its end, and one that took over meanwhile still finds the last few.
+pub const WINDOW_KEPT_FOR: Millis = 5;
+
+/// Until when the store keeps a window (both stores follow this rule): its end plus
+/// [`WINDOW_KEPT_FOR`] of its length (taken as at least a second).
+pub fn window_kept_until(window: &Signal) -> Millis {
+    let length = (window.ended_at - window.started_at).max(1_000);
+    window
+        .ended_at
+        .saturating_add(WINDOW_KEPT_FOR.saturating_mul(length))
 }
 
 #[async_trait]
@@ -126,6 +168,32 @@ pub trait Store: Send + Sync + 'static {
     async fn save_settings(&self, json: &str) -> StoreResult<u64>;
 
     async fn load_settings(&self) -> StoreResult<Option<SavedSettings>>;
+
+    /// Adds one instance's finished autopilot window (`Recorder`'s output) into the room's
+    /// record of that window, keyed by its `started_at`: the counts of every instance add up
+    /// exactly, latency histogram included. Kept until [`window_kept_until`]; a report that comes
+    /// later, or a window without exchanges, adds nothing. Not retried on a broken connection: a
+    /// report counted twice would weigh that instance double.
+    async fn report_window(&self, window: &Signal) -> StoreResult<()>;
+
+    /// The window that began at `started_at`, every instance's reports added together (what the
+    /// leader judges, with `Controller::step`); `Signal::new(started_at)`, empty, when nobody
+    /// reported it or it is no longer kept.
+    async fn read_window(&self, started_at: Millis) -> StoreResult<Signal>;
+
+    /// Writes the autopilot leader's record, fenced exactly like `admission_round`: a stale
+    /// token gets `NotLeader`, so a paused former leader that wakes up cannot overwrite its
+    /// successor's limits. Called on each
+    /// of the leader's decisions.
+    async fn save_autopilot(&self, record: &AutopilotRecord, fence: u64) -> StoreResult<()>;
+
+    /// The autopilot's shared state: the pause switch and the leader's last record. Read by every
+    /// instance to apply the limits, and by a new leader to go on from them.
+    async fn load_autopilot(&self) -> StoreResult<AutopilotState>;
+
+    /// Sets the operator's pause switch (`/admin/autopilot`), from any instance; the leader reads
+    /// it back with `load_autopilot`. The limits in force stay as they are while paused.
+    async fn set_autopilot_paused(&self, paused: bool) -> StoreResult<()>;
 
     /// The current epoch: it changes when the store's data is lost, and tickets and passes
     /// carry the epoch they were issued in.

@@ -11,9 +11,25 @@
 //! - `new_users_per_minute` ≈ `total_active_users` ÷ session minutes (Little's law: people inside
 //!   = arrival rate × time each stays), rounded to the nearest whole visitor, at least 1.
 //!
+//! And the `[autopilot]`'s bounds (docs/autopilot.md), around that starting point:
+//!
+//! - `max_active_users` = the first failing stage's users: the load at which the site was seen
+//!   breaking, so the autopilot never admits more than what broke it (the stages are far apart,
+//!   so it still finds the knee in between); with no failing stage, the highest stage tested;
+//! - `min_active_users` = a quarter of the knee (an origin four times slower than in the test),
+//!   at most `total_active_users`: below it, a slow origin has a cause that admitting fewer does
+//!   not cure, and the room keeps serving someone;
+//! - `latency_target` and `error_rate_max` = the run's budget (`P99_BUDGET_MS`,
+//!   `MAX_ERROR_RATE`): the autopilot holds each window's p95 under what the stages' p99 was
+//!   held to, which keeps most of the tail inside the budget too.
+//!
 //! Pure functions: the caller reads the file and prints the result.
 
+use std::time::Duration;
+
 use serde_json::Value;
+
+use crate::core::autopilot;
 
 /// Safety margin below the knee when none is given.
 pub const DEFAULT_MARGIN: f64 = 0.35;
@@ -27,6 +43,9 @@ pub const DEFAULT_MAX_ERROR_RATE: f64 = 0.01;
 /// Rounding guard: 10 × (1 − 0.3) is 6.999… in floating point and must floor to 7.
 const EPSILON: f64 = 1e-9;
 
+/// The autopilot divides the knee by this for its lowest capacity.
+const MIN_FRACTION_OF_KNEE: u64 = 4;
+
 /// The proposed room settings and how they were derived.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Proposal {
@@ -34,8 +53,37 @@ pub struct Proposal {
     pub knee_users: u64,
     pub total_active_users: u64,
     pub new_users_per_minute: u64,
-    /// Several lines of plain text, for a person: the knee, the margin, Little's law.
+    /// The autopilot's bounds; None when the run's budget is no autopilot setting (the
+    /// explanation says why).
+    pub autopilot: Option<AutopilotProposal>,
+    /// Several lines of plain text, for a person: the knee, the margin, Little's law, the
+    /// autopilot's bounds.
     pub explanation: String,
+}
+
+/// The proposed `[autopilot]` settings: bounds around the room's starting point, and the run's
+/// budget as the targets. Accepted by `autopilot::Settings::validate` with the other settings
+/// at their defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutopilotProposal {
+    pub min_active_users: u64,
+    pub max_active_users: u64,
+    pub latency_target: Duration,
+    pub error_rate_max: f64,
+}
+
+impl AutopilotProposal {
+    /// The `[autopilot]` lines for the config file.
+    pub fn toml(&self) -> String {
+        format!(
+            "[autopilot]\nenabled = true\nlatency_target = \"{}ms\"\nerror_rate_max = {}\n\
+             min_active_users = {}\nmax_active_users = {}\n",
+            self.latency_target.as_millis(),
+            self.error_rate_max,
+            self.min_active_users,
+            self.max_active_users
+        )
+    }
 }
 
 impl Proposal {
@@ -351,12 +399,73 @@ pub fn propose(
         "new_users_per_minute = {total_active_users} / {session_minutes} min = {new_users_per_minute} \
          (Little's law: people inside = admissions per minute x minutes each stays)"
     ));
+    let broke_at = first_failure.map(|i| &stages[i]);
+    let autopilot = propose_autopilot(knee, broke_at, total_active_users, &budget);
+    match &autopilot {
+        Ok(a) => explain_autopilot(&mut lines, a, broke_at),
+        Err(why) => lines.push(format!("no [autopilot] proposal: {why}")),
+    }
     Ok(Proposal {
         knee_users: knee.users,
         total_active_users,
         new_users_per_minute,
+        autopilot: autopilot.ok(),
         explanation: lines.join("\n"),
     })
+}
+
+/// The autopilot's bounds from the knee, the stage that broke the site (None: none did, and the
+/// knee is the highest stage) and the run's budget; why not, when the budget is no autopilot
+/// setting.
+fn propose_autopilot(
+    knee: &Stage,
+    broke_at: Option<&Stage>,
+    total_active_users: u64,
+    budget: &Budget,
+) -> Result<AutopilotProposal, autopilot::SettingsError> {
+    let proposal = AutopilotProposal {
+        min_active_users: (knee.users / MIN_FRACTION_OF_KNEE)
+            .min(total_active_users)
+            .max(1),
+        max_active_users: broke_at.unwrap_or(knee).users,
+        latency_target: Duration::from_millis(budget.p99_ms.round() as u64),
+        error_rate_max: budget.max_error_rate,
+    };
+    autopilot::Settings {
+        latency_target: proposal.latency_target,
+        error_rate_max: proposal.error_rate_max,
+        min_active_users: proposal.min_active_users,
+        max_active_users: proposal.max_active_users,
+        ..autopilot::Settings::default()
+    }
+    .validate()?;
+    Ok(proposal)
+}
+
+fn explain_autopilot(lines: &mut Vec<String>, a: &AutopilotProposal, broke_at: Option<&Stage>) {
+    lines.push(format!(
+        "autopilot: steers total_active_users between min_active_users = {} (a quarter of the \
+         knee, at most total_active_users: an origin up to 4x slower than in the test) and \
+         max_active_users = {}",
+        a.min_active_users, a.max_active_users
+    ));
+    match broke_at {
+        Some(stage) => lines.push(format!(
+            "  max_active_users: stage {} broke the site: the autopilot never goes past that load",
+            stage.number
+        )),
+        None => lines.push(format!(
+            "  max_active_users: the highest load tested ({} users); no stage broke the site, so \
+             the autopilot cannot go where the test did not: test higher stages to raise it",
+            a.max_active_users
+        )),
+    }
+    lines.push(format!(
+        "  latency_target = {} ms, error_rate_max = {}: the run's budget, now held by each \
+         window's p95 and error rate",
+        a.latency_target.as_millis(),
+        a.error_rate_max
+    ));
 }
 
 #[cfg(test)]
@@ -675,6 +784,86 @@ mod tests {
                 }
                 other => panic!("{summary}: expected Malformed({needle}), got {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn the_autopilot_goes_from_a_quarter_of_the_knee_to_where_the_site_broke() {
+        let p = propose(&real(), 5.0, 0.35).unwrap();
+        let a = p.autopilot.unwrap();
+        assert_eq!(
+            a,
+            AutopilotProposal {
+                min_active_users: 10, // 40 / 4
+                max_active_users: 80, // stage 5 broke the site
+                latency_target: Duration::from_millis(100),
+                error_rate_max: 0.01,
+            }
+        );
+        assert_eq!(
+            a.toml(),
+            "[autopilot]\nenabled = true\nlatency_target = \"100ms\"\nerror_rate_max = 0.01\n\
+             min_active_users = 10\nmax_active_users = 80\n"
+        );
+        assert!(
+            p.explanation.contains("stage 5 broke the site"),
+            "{}",
+            p.explanation
+        );
+
+        // The run stopped by its thresholds: the stage that stopped it is the ceiling.
+        let stopped: Value = serde_json::from_str(STOPPED_SUMMARY).unwrap();
+        let a = propose(&stopped, 5.0, 0.35).unwrap().autopilot.unwrap();
+        assert_eq!((a.min_active_users, a.max_active_users), (2, 20));
+
+        // Without a budget in the summary: k6-capacity.js's defaults.
+        let s = json!({"stages": [stage(100, 80.0, 0.0), stage(200, 900.0, 0.0)]});
+        let a = propose(&s, 5.0, 0.35).unwrap().autopilot.unwrap();
+        assert_eq!(a.latency_target, Duration::from_millis(500));
+        assert_eq!(a.error_rate_max, 0.01);
+        assert_eq!((a.min_active_users, a.max_active_users), (25, 200));
+    }
+
+    #[test]
+    fn the_autopilot_bounds_hold_the_starting_point() {
+        // A deep margin puts the room's start under a quarter of the knee: the floor follows it.
+        let s = json!({"stages": [stage(100, 80.0, 0.0), stage(200, 900.0, 0.0)]});
+        let p = propose(&s, 5.0, 0.9).unwrap();
+        let a = p.autopilot.unwrap();
+        assert_eq!(p.total_active_users, 10);
+        assert_eq!(a.min_active_users, 10);
+        // A tiny knee still leaves one visitor in.
+        let s = json!({"stages": [stage(3, 10.0, 0.0), stage(6, 900.0, 0.0)]});
+        let a = propose(&s, 5.0, 0.35).unwrap().autopilot.unwrap();
+        assert_eq!((a.min_active_users, a.max_active_users), (1, 6));
+        // No stage broke the site: the autopilot stays within what was tested.
+        let s = json!({"stages": [stage(10, 10.0, 0.0), stage(50, 20.0, 0.0)]});
+        let p = propose(&s, 5.0, 0.35).unwrap();
+        assert_eq!(p.autopilot.unwrap().max_active_users, 50);
+        assert!(
+            p.explanation.contains("test higher stages to raise it"),
+            "{}",
+            p.explanation
+        );
+    }
+
+    #[test]
+    fn a_budget_the_autopilot_cannot_hold_gets_no_autopilot_proposal() {
+        for (budget, needle) in [
+            (json!({"p99_budget_ms": 90_000}), "autopilot.latency_target"),
+            (json!({"p99_budget_ms": 0.2}), "autopilot.latency_target"),
+            (json!({"max_error_rate": 1}), "autopilot.error_rate_max"),
+        ] {
+            let s = json!({"waitroom_capacity": budget,
+                           "stages": [stage(10, 0.1, 0.0), stage(20, 1e9, 0.0)]});
+            let p = propose(&s, 5.0, 0.35).unwrap();
+            assert_eq!(p.autopilot, None, "{budget}");
+            assert!(
+                p.explanation.contains("no [autopilot] proposal") && p.explanation.contains(needle),
+                "{}",
+                p.explanation
+            );
+            assert_eq!(p.total_active_users, 6, "the room is still sized");
         }
     }
 

@@ -4,10 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use waitroom::clock::{Clock, ManualClock};
+use waitroom::clock::{Clock, ManualClock, Millis};
+use waitroom::core::autopilot::{Outcome, Setpoint, Signal, window_start};
 use waitroom::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS};
 use waitroom::core::room::{Limits, Pick, Placing, PollOutcome};
-use waitroom::store::{Store, StoreError, TicketPlace};
+use waitroom::store::{
+    AutopilotRecord, AutopilotState, Store, StoreError, TicketPlace, window_kept_until,
+};
 
 pub fn limits(capacity: u64, per_minute: u64) -> Limits {
     Limits {
@@ -587,6 +590,251 @@ pub async fn drawn_places_stay_in_their_span<S: Store>(store: S, clock: Arc<Manu
     );
 }
 
+// ------------------------------------------------------------------------------ the autopilot
+
+const WINDOW_MS: Millis = 10_000;
+
+/// The window that ended last, as the leader reads it.
+fn last_window(clock: &ManualClock) -> Millis {
+    window_start(clock.now_ms(), WINDOW_MS) - WINDOW_MS
+}
+
+/// One instance's window from `started_at`: a response for each latency (in us), then `failed`
+/// connection failures and `slow` 503s after 2 s.
+fn window(started_at: Millis, latencies_us: &[u64], failed: u64, slow: u64) -> Signal {
+    let mut w = Signal::new(started_at);
+    for us in latencies_us {
+        w.record(Outcome::Response {
+            status: 200,
+            latency: Duration::from_micros(*us),
+        });
+    }
+    for _ in 0..failed {
+        w.record(Outcome::Failed);
+    }
+    for _ in 0..slow {
+        w.record(Outcome::Response {
+            status: 503,
+            latency: Duration::from_secs(2),
+        });
+    }
+    w.ended_at = started_at + WINDOW_MS;
+    w
+}
+
+/// Spread, repeatable latencies: `n` of them in [from_ms, to_ms).
+fn latencies(n: u64, from_ms: u64, to_ms: u64) -> Vec<u64> {
+    let span_us = (to_ms - from_ms) * 1000;
+    (0..n)
+        .map(|i| from_ms * 1000 + (i * 7_919 + 13) % span_us)
+        .collect()
+}
+
+fn record(total_active_users: u64, reason: &str, changed_at: Millis) -> AutopilotRecord {
+    AutopilotRecord {
+        setpoint: Setpoint {
+            total_active_users,
+            new_users_per_minute: total_active_users * 6,
+            burst: total_active_users,
+        },
+        start: Setpoint {
+            total_active_users: 100,
+            new_users_per_minute: 600,
+            burst: 100,
+        },
+        reason: reason.into(),
+        changed_at,
+    }
+}
+
+pub async fn windows_of_several_instances_add_up_exactly<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let start = last_window(&clock);
+    // A fast instance and a slow one: the p95 of the two together is in the slow one's tail.
+    let fast = latencies(900, 20, 80);
+    let slow = latencies(100, 150, 900);
+    let a = window(start, &fast, 3, 0);
+    let b = window(start, &slow, 0, 4);
+    store.report_window(&a).await.unwrap();
+    store.report_window(&b).await.unwrap();
+
+    let read = store.read_window(start).await.unwrap();
+    let mut both = a.clone();
+    both.merge(&b);
+    assert_eq!(read, both, "counts, latency sum and every bucket add up");
+    assert_eq!((read.requests, read.errors), (1_007, 7));
+    assert_eq!(read.ended_at, start + WINDOW_MS);
+
+    // The p95 read from the sum is the p95 of every latency, to within a bucket (1/16).
+    let mut every: Vec<u64> = fast.iter().chain(&slow).copied().collect();
+    every.extend([2_000_000; 4]);
+    every.sort_unstable();
+    let rank = (every.len() * 95).div_ceil(100);
+    let exact = every[rank - 1] as f64;
+    let p95 = read.p95().unwrap().as_micros() as f64;
+    assert!(
+        (p95 - exact).abs() <= exact / 16.0,
+        "p95 {p95} us, of the samples {exact} us"
+    );
+    assert!(read.p95() > a.p95(), "the slow instance's tail counts");
+
+    // Reports in parallel (every instance at a window's end) lose nothing, and stay in their
+    // own window.
+    let store = Arc::new(store);
+    let next = start + WINDOW_MS;
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let w = window(next, &latencies(10 + i, 30, 60), i % 2, 0);
+                store.report_window(&w).await.unwrap();
+                w
+            })
+        })
+        .collect();
+    let mut expected = Signal::new(next);
+    for t in tasks {
+        expected.merge(&t.await.unwrap());
+    }
+    assert_eq!(store.read_window(next).await.unwrap(), expected);
+    assert_eq!(store.read_window(start).await.unwrap(), both);
+}
+
+pub async fn a_window_nobody_reported_reads_empty<S: Store>(store: S, clock: Arc<ManualClock>) {
+    let start = last_window(&clock);
+    assert_eq!(store.read_window(start).await.unwrap(), Signal::new(start));
+    // An idle instance's window adds nothing.
+    store
+        .report_window(&window(start, &[], 0, 0))
+        .await
+        .unwrap();
+    assert_eq!(store.read_window(start).await.unwrap(), Signal::new(start));
+    // A window next to a reported one is still empty.
+    store
+        .report_window(&window(start, &latencies(5, 10, 20), 0, 0))
+        .await
+        .unwrap();
+    let before = start - WINDOW_MS;
+    assert_eq!(
+        store.read_window(before).await.unwrap(),
+        Signal::new(before)
+    );
+}
+
+pub async fn reported_windows_are_kept_for_a_few_windows<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let start = last_window(&clock);
+    let w = window(start, &latencies(50, 10, 90), 1, 0);
+    let until = window_kept_until(&w);
+    assert_eq!(
+        until,
+        w.ended_at + 5 * WINDOW_MS,
+        "five windows after its end"
+    );
+    store.report_window(&w).await.unwrap();
+
+    clock.advance(Duration::from_millis((until - clock.now_ms() - 1) as u64));
+    assert_eq!(store.read_window(start).await.unwrap(), w, "still kept");
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(
+        store.read_window(start).await.unwrap(),
+        Signal::new(start),
+        "gone at {until}"
+    );
+    // A report that comes after its window's keeping adds nothing.
+    store.report_window(&w).await.unwrap();
+    assert_eq!(store.read_window(start).await.unwrap(), Signal::new(start));
+    // Later windows are kept as before.
+    let now = last_window(&clock);
+    let later = window(now, &latencies(50, 10, 90), 0, 0);
+    store.report_window(&later).await.unwrap();
+    assert_eq!(store.read_window(now).await.unwrap(), later);
+}
+
+pub async fn only_the_current_leader_writes_the_autopilot_record<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    assert_eq!(
+        store.load_autopilot().await.unwrap(),
+        AutopilotState::default(),
+        "a new room: not paused, no record"
+    );
+    let nobody = store
+        .save_autopilot(&record(50, "nobody leads", 1), 1)
+        .await;
+    assert!(
+        matches!(nobody, Err(StoreError::NotLeader(1))),
+        "{nobody:?}"
+    );
+
+    let a = store.lead("a", 5_000).await.unwrap().expect("a leads");
+    let first = record(120, "breach: p95 310 ms -> 120", clock.now_ms());
+    store.save_autopilot(&first, a).await.unwrap();
+    let state = store.load_autopilot().await.unwrap();
+    assert_eq!(state.record.as_ref(), Some(&first));
+    assert!(!state.paused);
+
+    // a stalls past its lease; b takes over. a's write, late, is refused.
+    clock.advance(Duration::from_secs(6));
+    let b = store.lead("b", 5_000).await.unwrap().expect("a lapsed");
+    let stale = store.save_autopilot(&record(300, "stale", 2), a).await;
+    assert!(
+        matches!(stale, Err(StoreError::NotLeader(f)) if f == a),
+        "{stale:?}"
+    );
+    assert_eq!(
+        store.load_autopilot().await.unwrap().record,
+        Some(first),
+        "unchanged"
+    );
+    let second = record(135, "healthy and full -> 135", clock.now_ms());
+    store.save_autopilot(&second, b).await.unwrap();
+    assert_eq!(store.load_autopilot().await.unwrap().record, Some(second));
+
+    // Gone once its leader resigns.
+    store.resign("b").await.unwrap();
+    assert!(matches!(
+        store.save_autopilot(&record(1, "resigned", 3), b).await,
+        Err(StoreError::NotLeader(_))
+    ));
+}
+
+pub async fn the_pause_switch_is_kept_apart_from_the_record<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    store.set_autopilot_paused(true).await.unwrap();
+    assert_eq!(
+        store.load_autopilot().await.unwrap(),
+        AutopilotState {
+            paused: true,
+            record: None
+        }
+    );
+    // The leader's writes leave the operator's switch alone.
+    let fence = lead(&store).await;
+    let held = record(80, "paused", clock.now_ms());
+    store.save_autopilot(&held, fence).await.unwrap();
+    let state = store.load_autopilot().await.unwrap();
+    assert!(state.paused);
+    assert_eq!(state.record.as_ref(), Some(&held));
+    store.set_autopilot_paused(true).await.unwrap();
+    assert!(store.load_autopilot().await.unwrap().paused);
+    store.set_autopilot_paused(false).await.unwrap();
+    assert_eq!(
+        store.load_autopilot().await.unwrap(),
+        AutopilotState {
+            paused: false,
+            record: Some(held)
+        }
+    );
+}
+
 #[macro_export]
 macro_rules! store_conformance {
     ($make:expr) => {
@@ -609,7 +857,12 @@ macro_rules! store_conformance {
             capacity_holds_under_concurrent_admissions,
             one_address_is_held_to_its_rate_of_new_tickets,
             an_address_holds_at_most_its_cap_of_tickets_in_line,
-            drawn_places_stay_in_their_span
+            drawn_places_stay_in_their_span,
+            windows_of_several_instances_add_up_exactly,
+            a_window_nobody_reported_reads_empty,
+            reported_windows_are_kept_for_a_few_windows,
+            only_the_current_leader_writes_the_autopilot_record,
+            the_pause_switch_is_kept_apart_from_the_record
         );
     };
     (@each $make:expr; $($name:ident),+) => {

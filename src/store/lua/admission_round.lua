@@ -4,14 +4,9 @@
 local fence, seed = tonumber(ARGV[12]), tonumber(ARGV[13])
 local l = limits()
 
--- One lease leads every room of a proxy group (it may live in another room's slot): a round is
--- refused for a token below the highest this room has seen, handed out here or used here, so a
--- leader that was replaced can never act after its successor has.
-local leader = redis.call('HMGET', K_LEADER, 'last', 'seen')
-if fence < math.max(tonumber(leader[1]) or 0, tonumber(leader[2]) or 0) then
+if not leads(fence) then
   return {epoch, 0}
 end
-redis.call('HSET', K_LEADER, 'seen', int(fence))
 
 -- Heal capacity first: expired passes, no-shows, waiters who stopped polling.
 local expired = redis.call('ZREMRANGEBYSCORE', K_PASSES, '-inf', int(now))

@@ -22,6 +22,10 @@
 -- deadline; the Rust side picks the shard from the id and passes it in KEYS from 13), so that each
 -- stays in Redis's compact listpack encoding: a heartbeat costs a few dozen bytes, not a sorted set
 -- entry.
+-- The autopilot's scripts get their own key at KEYS 13: the room's `…:autopilot` hash (record:
+-- the leader's JSON record, paused: '1' while the operator paused it), or one window's hash,
+-- `…:autopilot:w:<started_at>` (requests, errors, latency_us, b:<bucket> counts added up by every
+-- instance; ended_at; until: kept until then).
 -- ARGV: 1 now in ms (negative: take it from TIME), 2 the epoch this instance saw last ('' if
 -- none), 3 a fresh epoch to use if the data is missing. Scripts given the room limits find them
 -- at 4..11 (capacity, new_users_per_minute, burst, session_ms, abandon_after_ms,
@@ -78,6 +82,19 @@ do
       redis.call('HSET', K_EPOCH, 'lost_at', int(lost_at))
     end
   end
+end
+
+-- Whether `fence` may act for the leader, and if so it is recorded: what a leader's writes
+-- check. One lease leads every room of a proxy group (it may live in another room's slot), so a
+-- room refuses a token below the highest it has seen, handed out here or used here: a leader that
+-- was replaced can never act after its successor has.
+local function leads(fence)
+  local l = redis.call('HMGET', K_LEADER, 'last', 'seen')
+  if fence < math.max(tonumber(l[1]) or 0, tonumber(l[2]) or 0) then
+    return false
+  end
+  redis.call('HSET', K_LEADER, 'seen', int(fence))
+  return true
 end
 
 local function recovering(session_ms)

@@ -125,8 +125,9 @@ impl Calls {
             match inv.invoke_async::<Value>(&mut conn).await {
                 // The connection broke (typically: Redis restarted) and the manager reconnects:
                 // one more try, within the same time limit. A step that ran but whose answer was
-                // lost would run twice: harmless for every step but a round, which is not
-                // retried (the admission loop runs the next one soon).
+                // lost would run twice: harmless for every step but a round (the admission loop
+                // runs the next one soon) and an autopilot window (counted twice, it would weigh
+                // double in the merge), which are not retried.
                 Err(e)
                     if retry_allowed(script) && (e.is_connection_dropped() || e.is_io_error()) =>
                 {
@@ -161,7 +162,7 @@ impl Calls {
 }
 
 fn retry_allowed(script: &str) -> bool {
-    script != "admission_round"
+    !matches!(script, "admission_round" | "report_window")
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //!
 //! Every key of a room lives under `{prefix}{room}:` with the room in braces, e.g.
 //! `wr:{shop}:queue`, so they share one Cluster hash slot; every script gets the keys it touches
-//! in KEYS: the room's twelve, then the heartbeat shards (`…:beats:<n>`) of the visitors at hand.
+//! in KEYS: the room's twelve, then the heartbeat shards (`…:beats:<n>`) of the visitors at hand,
+//! or the autopilot's key (`…:autopilot`, or a window's `…:autopilot:w:<started_at>`).
 //! Time comes from Redis `TIME` inside each script (or from a test clock), so the clocks of the
 //! proxy hosts don't matter.
 //!
@@ -17,6 +18,7 @@
 //! saw, marks the loss; admissions then pause for a session length, so that passes still alive
 //! register again through `touch_pass` before the room is filled anew.
 
+mod autopilot;
 mod calls;
 mod conn;
 mod joins;
@@ -33,9 +35,13 @@ use rand::{Rng, SeedableRng};
 use tokio::task::AbortHandle;
 
 use crate::clock::{Clock, Millis, SharedClock, SystemClock};
+use crate::core::autopilot::Signal;
 use crate::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS, RETAIN_LIVE_MS};
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
-use crate::store::{Joined, SavedSettings, Store, StoreError, StoreResult, TicketPlace};
+use crate::store::{
+    AutopilotRecord, AutopilotState, Joined, SavedSettings, Store, StoreError, StoreResult,
+    TicketPlace, window_kept_until,
+};
 
 use calls::{Calls, SWEEP_SHARDS_PER_ROUND, beat_shard};
 use conn::{Connections, within};
@@ -117,6 +123,10 @@ pub struct RedisStore {
     /// The per-address records are `{ip_prefix}<address>`, in the room's hash slot.
     ip_prefix: String,
     queue_key: String,
+    /// The autopilot's hash: the leader's record and the pause switch.
+    autopilot_key: String,
+    /// A window's hash is `{window_prefix}<started_at>`, in the room's hash slot.
+    window_prefix: String,
 }
 
 impl Drop for RedisStore {
@@ -192,6 +202,8 @@ impl RedisStore {
             tasks: [feed, sender],
             ip_prefix: format!("{base}ip:"),
             queue_key: format!("{base}queue"),
+            autopilot_key: format!("{base}autopilot"),
+            window_prefix: format!("{base}autopilot:w:"),
         })
     }
 }
@@ -427,6 +439,79 @@ impl Store for RedisStore {
         }
         let (r, _) = self.calls.call("keep_alive", &inv).await?;
         r.rest_strings()
+    }
+
+    async fn report_window(&self, window: &Signal) -> StoreResult<()> {
+        if window.requests == 0 {
+            return Ok(());
+        }
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.report_window, None);
+        inv.key(format!("{}{}", self.window_prefix, window.started_at))
+            .arg(window.ended_at)
+            .arg(window_kept_until(window));
+        for (field, count) in autopilot::additions(window) {
+            inv.arg(field).arg(count);
+        }
+        self.calls.call("report_window", &inv).await.map(drop)
+    }
+
+    async fn read_window(&self, started_at: Millis) -> StoreResult<Signal> {
+        let mut inv = self.calls.invocation(&self.calls.scripts.read_window, None);
+        inv.key(format!("{}{started_at}", self.window_prefix));
+        let (mut r, _) = self.calls.call("read_window", &inv).await?;
+        if !r.flag()? {
+            return Ok(Signal::new(started_at));
+        }
+        autopilot::decode(started_at, r.rest_strings()?)
+    }
+
+    async fn save_autopilot(&self, record: &AutopilotRecord, fence: u64) -> StoreResult<()> {
+        let json = serde_json::to_string(record)
+            .map_err(|e| StoreError::Corrupt(format!("cannot encode the autopilot record: {e}")))?;
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.save_autopilot, None);
+        inv.key(&self.autopilot_key).arg(fence).arg(json);
+        let (mut r, _) = self.calls.call("save_autopilot", &inv).await?;
+        if !r.flag()? {
+            return Err(StoreError::NotLeader(fence));
+        }
+        Ok(())
+    }
+
+    async fn load_autopilot(&self) -> StoreResult<AutopilotState> {
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.load_autopilot, None);
+        inv.key(&self.autopilot_key);
+        let (mut r, _) = self.calls.call("load_autopilot", &inv).await?;
+        let paused = r.flag()?;
+        let record = if r.flag()? {
+            let json = r.string()?;
+            Some(serde_json::from_str(&json).map_err(|e| {
+                corrupt(
+                    "load_autopilot",
+                    format!("a record that does not read: {e}"),
+                )
+            })?)
+        } else {
+            None
+        };
+        Ok(AutopilotState { paused, record })
+    }
+
+    async fn set_autopilot_paused(&self, paused: bool) -> StoreResult<()> {
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.set_autopilot_paused, None);
+        inv.key(&self.autopilot_key)
+            .arg(if paused { "1" } else { "0" });
+        self.calls
+            .call("set_autopilot_paused", &inv)
+            .await
+            .map(drop)
     }
 
     async fn epoch(&self) -> StoreResult<String> {

@@ -36,6 +36,12 @@ pub(super) struct Scripts {
     pub(super) load_settings: Script,
     pub(super) keep_alive: Script,
     pub(super) due_beats: Script,
+    /// The autopilot's: the room's KEYS and common arguments, and their own key at KEYS 13.
+    pub(super) report_window: Script,
+    pub(super) read_window: Script,
+    pub(super) save_autopilot: Script,
+    pub(super) load_autopilot: Script,
+    pub(super) set_autopilot_paused: Script,
     /// The per-address limit: its own keys (`{base}ip:<address>`, in the room's hash slot),
     /// apart from the room's shared KEYS and common arguments.
     pub(super) claim_ticket: Script,
@@ -60,6 +66,11 @@ impl Scripts {
             load_settings: room_script!("load_settings.lua"),
             keep_alive: room_script!("keep_alive.lua"),
             due_beats: room_script!("due_beats.lua"),
+            report_window: room_script!("report_window.lua"),
+            read_window: room_script!("read_window.lua"),
+            save_autopilot: room_script!("save_autopilot.lua"),
+            load_autopilot: room_script!("load_autopilot.lua"),
+            set_autopilot_paused: room_script!("set_autopilot_paused.lua"),
             claim_ticket: Script::new(include_str!("../lua/claim_ticket.lua")),
         }
     }
