@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# No incremental caches: CI builds once from scratch, and they would double target/ on disk.
+export CARGO_INCREMENTAL=0
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
