@@ -4,6 +4,7 @@
 #
 #   load/flashcrowd.sh              # memory store, one proxy
 #   load/flashcrowd.sh redis        # own redis-server on a free port, TWO proxies, one room
+#   ROOMS=2 load/flashcrowd.sh redis  # the same with two rooms in each proxy, crowded at once
 #   MODE=redis VISITORS=500 load/flashcrowd.sh
 #
 # Knobs (environment, defaults in brackets):
@@ -13,6 +14,10 @@
 #   CAPACITY [50]    RATE_PER_MINUTE [600]  BURST [20]  SESSION [5s]  REFRESH [1s]
 #   ADMISSION_INTERVAL [100ms]   LEAVE_MIX [leave=40,revoke=30,idle=30]
 #   MAX_WAIT         seconds a visitor may wait before giving up [40]
+#   ROOMS            1 | 2 [1]. 2: [[rooms]] "sneakers" on /drop/sneakers (CAPACITY,
+#                    RATE_PER_MINUTE, BURST) and "tickets" on /tickets (CAPACITY2 [30], RATE2 [300],
+#                    BURST2 [10]); visitors alternate between them and k6 checks each room's
+#                    capacity and rate on its own (/admin/rooms/<id>/state); no plot
 #   SERIES           CSV of the admin samples [load/results/flashcrowd-series.csv]
 #   SUMMARY          k6 summary JSON [load/results/flashcrowd-summary.json]
 #   PLOT             SVG of the series [SERIES with .svg]
@@ -36,12 +41,18 @@ ADMISSION_INTERVAL=${ADMISSION_INTERVAL:-100ms}
 LEAVE_MIX=${LEAVE_MIX:-leave=40,revoke=30,idle=30}
 MAX_WAIT=${MAX_WAIT:-40}
 KEEP_TMP=${KEEP_TMP:-0}
+ROOMS=${ROOMS:-1}
+CAPACITY2=${CAPACITY2:-30}
+RATE2=${RATE2:-300}
+BURST2=${BURST2:-10}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 WAITROOM_BIN=${WAITROOM_BIN:-target/debug/waitroom-proxy}
-SERIES=${SERIES:-load/results/flashcrowd-series.csv}
-SUMMARY=${SUMMARY:-load/results/flashcrowd-summary.json}
+RUN_NAME=flashcrowd
+[[ $ROOMS == 1 ]] || RUN_NAME=flashcrowd-rooms
+SERIES=${SERIES:-load/results/$RUN_NAME-series.csv}
+SUMMARY=${SUMMARY:-load/results/$RUN_NAME-summary.json}
 
 log() { echo "flashcrowd: $*" >&2; }
 die() {
@@ -52,6 +63,10 @@ die() {
 case $MODE in
 memory | redis) ;;
 *) die "mode must be memory or redis (got '$MODE')" ;;
+esac
+case $ROOMS in
+1 | 2) ;;
+*) die "ROOMS must be 1 or 2 (got '$ROOMS')" ;;
 esac
 [[ -x $WAITROOM_BIN ]] || die "no executable at WAITROOM_BIN=$WAITROOM_BIN (cargo build --bin waitroom-proxy)"
 command -v python3 >/dev/null || die "python3 is needed (stub origin, free ports)"
@@ -164,6 +179,41 @@ else
     STORE='backend = "memory"'
 fi
 
+ROOM_SETTINGS="session_duration = \"$SESSION\"
+refresh_interval = \"$REFRESH\"
+admission_interval = \"$ADMISSION_INTERVAL\"
+queueing_method = \"fifo\"
+enabled_origin_commands = [\"revoke\"]"
+if [[ $ROOMS == 1 ]]; then
+    ROOM_SECTIONS="[room]
+id = \"flashcrowd\"
+name = \"Flash crowd (CI)\"
+total_active_users = $CAPACITY
+new_users_per_minute = $RATE_PER_MINUTE
+burst = $BURST
+$ROOM_SETTINGS"
+    K6_ROOMS=""
+else
+    ROOM_SECTIONS="[[rooms]]
+id = \"sneakers\"
+name = \"Sneaker drop (CI)\"
+path = \"/drop/sneakers\"
+total_active_users = $CAPACITY
+new_users_per_minute = $RATE_PER_MINUTE
+burst = $BURST
+$ROOM_SETTINGS
+
+[[rooms]]
+id = \"tickets\"
+name = \"Ticket sale (CI)\"
+path = \"/tickets\"
+total_active_users = $CAPACITY2
+new_users_per_minute = $RATE2
+burst = $BURST2
+$ROOM_SETTINGS"
+    K6_ROOMS="sneakers:/drop/sneakers:$CAPACITY:$RATE_PER_MINUTE:$BURST,tickets:/tickets:$CAPACITY2:$RATE2:$BURST2"
+fi
+
 BASES=()
 PROXY_PIDS=()
 for ((n = 0; n < INSTANCES; n++)); do
@@ -178,18 +228,7 @@ address = "127.0.0.1:$ORIGIN_PORT"
 connect_timeout = "2s"
 read_timeout = "10s"
 
-[room]
-id = "flashcrowd"
-name = "Flash crowd (CI)"
-total_active_users = $CAPACITY
-new_users_per_minute = $RATE_PER_MINUTE
-burst = $BURST
-session_duration = "$SESSION"
-refresh_interval = "$REFRESH"
-admission_interval = "$ADMISSION_INTERVAL"
-queueing_method = "fifo"
-enabled_origin_commands = ["revoke"]
-
+$ROOM_SECTIONS
 [pass]
 cookie_secure = false
 
@@ -242,13 +281,17 @@ EOF
 )
 mkdir -p "$(dirname "$SERIES")" "$(dirname "$SUMMARY")"
 log "mode $MODE: $INSTANCES proxy instance(s) at $BASE, origin :$ORIGIN_PORT, admin $ADMIN"
-log "$VISITORS visitors within ${ARRIVAL}s; capacity $CAPACITY, $RATE_PER_MINUTE/min (burst $BURST), session $SESSION, refresh $REFRESH"
+if [[ $ROOMS == 1 ]]; then
+    log "$VISITORS visitors within ${ARRIVAL}s; capacity $CAPACITY, $RATE_PER_MINUTE/min (burst $BURST), session $SESSION, refresh $REFRESH"
+else
+    log "$VISITORS visitors within ${ARRIVAL}s over two rooms: sneakers capacity $CAPACITY, $RATE_PER_MINUTE/min (burst $BURST); tickets capacity $CAPACITY2, $RATE2/min (burst $BURST2); session $SESSION, refresh $REFRESH"
+fi
 started=$(date +%s.%N)
 set +e
 BASE=$BASE ADMIN=$ADMIN ADMIN_TOKEN=$WR_ADMIN_TOKEN \
     VISITORS=$VISITORS ARRIVAL=$ARRIVAL PAGES=$PAGES THINK_SECONDS=$THINK_SECONDS \
     CAPACITY=$CAPACITY RATE_PER_MINUTE=$RATE_PER_MINUTE BURST=$BURST LEAVE_MIX=$LEAVE_MIX \
-    MAX_WAIT=$MAX_WAIT ORIGIN_COOKIE=shop_session DRAIN=1 \
+    MAX_WAIT=$MAX_WAIT ORIGIN_COOKIE=shop_session DRAIN=1 ROOMS=$K6_ROOMS \
     TAIL_SECONDS=$TAIL_SECONDS \
     k6 run --quiet --no-color --console-output "$TMP/console.log" --summary-export "$SUMMARY" \
     load/k6-flashcrowd.js
@@ -258,7 +301,11 @@ elapsed=$(python3 -c "import time; print(f'{time.time() - $started:.1f}')")
 
 # The sampler's SERIES lines -> CSV; anything else it logged goes to stderr.
 {
-    echo "timestamp,occupancy,queue_length,admitted_last_minute,elapsed_s,admitted_total"
+    if [[ $ROOMS == 1 ]]; then
+        echo "timestamp,occupancy,queue_length,admitted_last_minute,elapsed_s,admitted_total"
+    else
+        echo "timestamp,occupancy,queue_length,admitted_last_minute,elapsed_s,admitted_total,room"
+    fi
     sed -n 's/.*msg="SERIES,\([^"]*\)".*/\1/p' "$TMP/console.log"
 } >"$SERIES"
 if grep -v 'msg="SERIES,' "$TMP/console.log" | grep -q .; then
@@ -273,12 +320,18 @@ for ((n = 0; n < INSTANCES; n++)); do
         [[ $K6_STATUS -ne 0 ]] || K6_STATUS=1
     fi
 done
-log "room after the run: $(curl -fsS -H "Authorization: Bearer $WR_ADMIN_TOKEN" "$ADMIN/admin/state" || echo unavailable)"
+if [[ $ROOMS == 1 ]]; then
+    log "room after the run: $(curl -fsS -H "Authorization: Bearer $WR_ADMIN_TOKEN" "$ADMIN/admin/state" || echo unavailable)"
+else
+    log "rooms after the run: $(curl -fsS -H "Authorization: Bearer $WR_ADMIN_TOKEN" "$ADMIN/admin/rooms" || echo unavailable)"
+fi
 log "series: $SERIES ($(($(wc -l <"$SERIES") - 1)) samples), summary: $SUMMARY"
-PLOT=${PLOT:-${SERIES%.csv}.svg}
-python3 load/plot_series.py "$SERIES" "$PLOT" --capacity "$CAPACITY" \
-    --title "Flash crowd ($MODE): $VISITORS visitors, capacity $CAPACITY, $RATE_PER_MINUTE/min" &&
-    log "plot: $PLOT"
+if [[ $ROOMS == 1 ]]; then
+    PLOT=${PLOT:-${SERIES%.csv}.svg}
+    python3 load/plot_series.py "$SERIES" "$PLOT" --capacity "$CAPACITY" \
+        --title "Flash crowd ($MODE): $VISITORS visitors, capacity $CAPACITY, $RATE_PER_MINUTE/min" &&
+        log "plot: $PLOT"
+fi
 log "wall time of the k6 run: ${elapsed}s; k6 exit $K6_STATUS"
 STATUS=$K6_STATUS
 exit "$K6_STATUS"

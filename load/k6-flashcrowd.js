@@ -47,8 +47,16 @@
 //   DRAIN            1: require the room to be empty at the end (TAIL_SECONDS > session) [0]
 //   FIFO             0: skip the position check (random queueing) [1]
 //   TIMEOUT          per request [10s]
+//   ROOMS            several rooms of one proxy, "id:prefix:capacity:rate[:burst],..." (e.g.
+//                    "sneakers:/drop/sneakers:50:600,tickets:/tickets:30:300"): visitors take the
+//                    rooms in turn, each asking for <prefix>/ and browsing <prefix>/page/N with
+//                    the room's cookie (COOKIE_NAME-id); the sampler reads
+//                    /admin/rooms/<id>/state, and every sampler threshold holds per room
+//                    (wr_occupancy{room:id} max<=its capacity, ...). CAPACITY and RATE_PER_MINUTE
+//                    are then not used. [unset: one room, /admin/state]
 //
-// Time series: k6 cannot write files from a test, so the sampler logs one line per sample,
+// Time series: k6 cannot write files from a test, so the sampler logs one line per sample (and
+// per room: with ROOMS, the room's id is appended),
 //   SERIES,<timestamp ISO 8601>,<occupancy>,<queue_length>,<admitted_last_minute>,<elapsed s>,<admitted_total>
 // Run k6 with --console-output=FILE and keep those lines: load/flashcrowd.sh writes them as CSV to
 // SERIES (header: timestamp,occupancy,queue_length,admitted_last_minute,elapsed_s,admitted_total).
@@ -87,19 +95,57 @@ const VISITORS = number('VISITORS', 2000, { min: 1, integer: true });
 const ARRIVAL_S = number('ARRIVAL', 10);
 const PAGES = number('PAGES', 3, { integer: true });
 const THINK_S = number('THINK_SECONDS', 1);
-const ENTRY = env('ENTRY', '/');
-const PAGE_PREFIX = env('PAGE_PREFIX', '/page/');
 const CHECKOUT_PATH = env('CHECKOUT_PATH', '/checkout');
 const POLL_S = __ENV.POLL_SECONDS ? number('POLL_SECONDS', 1) : null;
 const MAX_WAIT_S = number('MAX_WAIT', 600, { min: 1 });
-const COOKIE_NAME = env('COOKIE_NAME', 'waitroom');
 const ORIGIN_COOKIE = env('ORIGIN_COOKIE', '');
 const ADMIN = env('ADMIN', 'http://127.0.0.1:9091').replace(/\/+$/, '');
 const ADMIN_TOKEN = env('ADMIN_TOKEN', '');
 const SAMPLE_S = number('SAMPLE_SECONDS', 1, { min: 0.1 });
-const CAPACITY = number('CAPACITY', undefined, { min: 1, integer: true });
-const RATE = number('RATE_PER_MINUTE', undefined, { min: 1, integer: true });
-const BURST = number('BURST', RATE, { min: 1, integer: true });
+// The rooms under test: one (the proxy's only room, /admin/state) unless ROOMS names several.
+const ROOMS = (() => {
+  const spec = env('ROOMS', '');
+  if (!spec) {
+    const capacity = number('CAPACITY', undefined, { min: 1, integer: true });
+    const rate = number('RATE_PER_MINUTE', undefined, { min: 1, integer: true });
+    return [
+      {
+        id: null,
+        capacity,
+        rate,
+        burst: number('BURST', rate, { min: 1, integer: true }),
+        entry: env('ENTRY', '/'),
+        pagePrefix: env('PAGE_PREFIX', '/page/'),
+        cookie: env('COOKIE_NAME', 'waitroom'),
+        state: '/admin/state',
+        leave: '/__waitroom/leave',
+      },
+    ];
+  }
+  return spec.split(',').map((part) => {
+    const [id, prefix, capacity, rate, burst] = part.split(':').map((x) => x.trim());
+    const whole = (name, raw) => {
+      const v = Number(raw);
+      if (!Number.isInteger(v) || v < 1) throw new Error(`ROOMS "${part}": ${name} must be a whole number >= 1`);
+      return v;
+    };
+    if (!/^[A-Za-z0-9_-]+$/.test(id || '') || !(prefix || '').startsWith('/')) {
+      throw new Error(`ROOMS: expected id:prefix:capacity:rate[:burst], got "${part}"`);
+    }
+    const base = prefix.replace(/\/+$/, '');
+    return {
+      id,
+      capacity: whole('capacity', capacity),
+      rate: whole('rate', rate),
+      burst: whole('burst', burst === undefined ? rate : burst),
+      entry: `${base}/`,
+      pagePrefix: `${base}/page/`,
+      cookie: `${env('COOKIE_NAME', 'waitroom')}-${id}`,
+      state: `/admin/rooms/${id}/state`,
+      leave: `/__waitroom/leave?room=${id}`,
+    };
+  });
+})();
 const TAIL_S = number('TAIL_SECONDS', 5);
 const DRAIN = env('DRAIN', '0') === '1';
 const FIFO = env('FIFO', '1') !== '0';
@@ -152,13 +198,17 @@ const thresholds = {
   http_req_failed: ['rate==0'],
   checks: ['rate==1'],
   admitted_visitors: [`count>=${VISITORS}`],
-  wr_occupancy: [`max<=${CAPACITY}`],
-  wr_admitted_last_minute: [`max<=${RATE + BURST}`],
-  wr_rate_overshoot: ['max<=0'],
-  wr_samples: ['count>=1'],
 };
 if (FIFO) thresholds.wr_position_went_up = ['count==0'];
-if (DRAIN) thresholds.wr_occupancy_end = ['value==0'];
+// The sampler's bounds hold room by room (one room: its metrics carry no room tag).
+for (const room of ROOMS) {
+  const of = (metric) => (room.id === null ? metric : `${metric}{room:${room.id}}`);
+  thresholds[of('wr_occupancy')] = [`max<=${room.capacity}`];
+  thresholds[of('wr_admitted_last_minute')] = [`max<=${room.rate + room.burst}`];
+  thresholds[of('wr_rate_overshoot')] = ['max<=0'];
+  thresholds[of('wr_samples')] = ['count>=1'];
+  if (DRAIN) thresholds[of('wr_occupancy_end')] = ['value==0'];
+}
 
 export const options = {
   scenarios: {
@@ -210,6 +260,11 @@ function fromWaitingRoom(res) {
   );
 }
 
+/** Tags of one room's samples: none with a single room, so that its thresholds read as before. */
+function roomTags(room) {
+  return room.id === null ? {} : { room: room.id };
+}
+
 function cookieValue(base, name) {
   const jar = http.cookieJar().cookiesForURL(`${base}/`);
   const values = jar[name];
@@ -226,26 +281,31 @@ function leaveHow(index) {
 // ------------------------------------------------------------------ lifecycle
 
 export function setup() {
-  const res = http.get(`${ADMIN}/admin/state`, { headers: AUTH, tags: { kind: 'admin' }, timeout: TIMEOUT });
-  if (res.status !== 200) {
-    throw new Error(`GET ${ADMIN}/admin/state answered ${res.status} ${res.error || ''}: check ADMIN and ADMIN_TOKEN`);
+  const data = { rooms: {}, startedAt: Date.now() };
+  for (const room of ROOMS) {
+    const res = http.get(`${ADMIN}${room.state}`, { headers: AUTH, tags: { kind: 'admin' }, timeout: TIMEOUT });
+    if (res.status !== 200) {
+      throw new Error(`GET ${ADMIN}${room.state} answered ${res.status} ${res.error || ''}: check ADMIN, ADMIN_TOKEN and ROOMS`);
+    }
+    const s = res.json();
+    const name = room.id === null ? 'the room' : `room ${room.id}`;
+    check(s, {
+      [`setup: ${name}: capacity is its total_active_users`]: (x) => x.total_active_users === room.capacity,
+      [`setup: ${name}: rate is its new_users_per_minute`]: (x) => x.new_users_per_minute === room.rate,
+      [`setup: ${name}: burst is its burst`]: (x) => x.burst === undefined || x.burst === room.burst,
+    });
+    if (s.total_active_users !== room.capacity || s.new_users_per_minute !== room.rate || (s.burst !== undefined && s.burst !== room.burst)) {
+      console.warn(
+        `${name} has total_active_users=${s.total_active_users} new_users_per_minute=${s.new_users_per_minute} ` +
+          `burst=${s.burst}, but the script was told ${room.capacity}, ${room.rate}, ${room.burst}: the thresholds check the wrong bounds`,
+      );
+    }
+    if (s.occupancy > 0 || s.queue_length > 0) {
+      console.warn(`${name} is not empty at the start: occupancy ${s.occupancy}, queue ${s.queue_length}`);
+    }
+    data.rooms[room.id] = { admittedAtStart: s.admitted_total };
   }
-  const s = res.json();
-  check(s, {
-    'setup: CAPACITY is the room total_active_users': (x) => x.total_active_users === CAPACITY,
-    'setup: RATE_PER_MINUTE is the room new_users_per_minute': (x) => x.new_users_per_minute === RATE,
-    'setup: BURST is the room burst': (x) => x.burst === undefined || x.burst === BURST,
-  });
-  if (s.total_active_users !== CAPACITY || s.new_users_per_minute !== RATE || (s.burst !== undefined && s.burst !== BURST)) {
-    console.warn(
-      `the room has total_active_users=${s.total_active_users} new_users_per_minute=${s.new_users_per_minute} ` +
-        `burst=${s.burst}, but CAPACITY=${CAPACITY} RATE_PER_MINUTE=${RATE} BURST=${BURST}: the thresholds check the wrong bounds`,
-    );
-  }
-  if (s.occupancy > 0 || s.queue_length > 0) {
-    console.warn(`the room is not empty at the start: occupancy ${s.occupancy}, queue ${s.queue_length}`);
-  }
-  return { admittedAtStart: s.admitted_total, startedAt: Date.now() };
+  return data;
 }
 
 export function visitor() {
@@ -253,6 +313,7 @@ export function visitor() {
   const home = BASES[index % BASES.length];
   const base = () => (SPREAD === 'request' ? BASES[Math.floor(Math.random() * BASES.length)] : home);
   const how = leaveHow(index);
+  const room = ROOMS[index % ROOMS.length];
   positionWentUp.add(0); // a Counter needs a sample for its threshold to be evaluated
   admittedVisitors.add(0);
 
@@ -261,21 +322,21 @@ export function visitor() {
   const deadline = arrived + MAX_WAIT_S * 1000;
 
   // Arrive, then poll until the answer is the shop.
-  let res = http.get(`${base()}${ENTRY}`, { headers: JSON_ACCEPT, tags: { kind: 'arrive' }, timeout: TIMEOUT });
+  let res = http.get(`${base()}${room.entry}`, { headers: JSON_ACCEPT, tags: { kind: 'arrive' }, timeout: TIMEOUT });
   check(res, { 'arrive: status 200': (r) => r.status === 200 });
-  let room = waitingRoomJson(res);
+  let waiting = waitingRoomJson(res);
   let lastPosition = Infinity;
   let firstEta = null;
   let first = true;
-  while (room || res.status !== 200) {
-    if (room) {
-      const wr = room.waitroom || {};
-      check(room, {
+  while (waiting || res.status !== 200) {
+    if (waiting) {
+      const wr = waiting.waitroom || {};
+      check(waiting, {
         'poll: JSON says waiting': (b) => b.cfWaitingRoom.inWaitingRoom === true && wr.admitted !== true,
       });
       if (typeof wr.position === 'number') {
         if (first) firstPosition.add(wr.position);
-        if (wr.position > lastPosition) positionWentUp.add(1, { base: base() });
+        if (wr.position > lastPosition) positionWentUp.add(1, { base: base(), ...roomTags(room) });
         lastPosition = wr.position;
       }
       if (firstEta === null && typeof wr.etaSeconds === 'number') firstEta = { eta: wr.etaSeconds, at: Date.now() };
@@ -286,12 +347,12 @@ export function visitor() {
       console.warn(`visitor ${index}: not admitted after ${MAX_WAIT_S} s (last position ${lastPosition})`);
       return;
     }
-    const refresh = room ? room.cfWaitingRoom.refreshIntervalSeconds : 1;
+    const refresh = waiting ? waiting.cfWaitingRoom.refreshIntervalSeconds : 1;
     sleep(POLL_S !== null ? POLL_S : refresh > 0 ? refresh : 1);
-    res = http.get(`${base()}${ENTRY}`, { headers: JSON_ACCEPT, tags: { kind: 'poll' }, timeout: TIMEOUT });
+    res = http.get(`${base()}${room.entry}`, { headers: JSON_ACCEPT, tags: { kind: 'poll' }, timeout: TIMEOUT });
     polls.add(1);
     check(res, { 'poll: status 200': (r) => r.status === 200 });
-    room = waitingRoomJson(res);
+    waiting = waitingRoomJson(res);
   }
 
   // Admitted: this answer came from the origin and carries the pass.
@@ -302,7 +363,7 @@ export function visitor() {
   const passChecks = {
     'admitted: answer from the origin': (r) => !fromWaitingRoom(r),
     // The admitting answer itself sets the pass (the jar already held the ticket).
-    'admitted: pass cookie set': (r) => (r.cookies[COOKIE_NAME] || []).some((c) => c.value !== ''),
+    'admitted: pass cookie set': (r) => (r.cookies[room.cookie] || []).some((c) => c.value !== ''),
   };
   if (ORIGIN_COOKIE) {
     passChecks["admitted: the origin's own cookie kept"] = (r) => (r.cookies[ORIGIN_COOKIE] || []).length > 0;
@@ -312,9 +373,9 @@ export function visitor() {
   // Browse.
   for (let p = 1; p <= PAGES; p++) {
     sleep(THINK_S * (0.5 + Math.random()));
-    const page = http.get(`${base()}${PAGE_PREFIX}${p}`, {
+    const page = http.get(`${base()}${room.pagePrefix}${p}`, {
       headers: HTML_ACCEPT,
-      tags: { kind: 'page', name: `${PAGE_PREFIX}N` },
+      tags: { kind: 'page', name: `${room.pagePrefix}N` },
       timeout: TIMEOUT,
     });
     check(page, {
@@ -326,7 +387,7 @@ export function visitor() {
   // Leave.
   departures.add(1, { how });
   if (how === 'leave') {
-    const left = http.post(`${base()}/__waitroom/leave`, null, { tags: { kind: 'leave' }, timeout: TIMEOUT });
+    const left = http.post(`${base()}${room.leave}`, null, { tags: { kind: 'leave' }, timeout: TIMEOUT });
     check(left, {
       'leave: status 200': (r) => r.status === 200,
       'leave: {"left": true}': (r) => {
@@ -336,7 +397,7 @@ export function visitor() {
           return false;
         }
       },
-      'leave: cookie cleared': () => cookieValue(home, COOKIE_NAME) === '',
+      'leave: cookie cleared': () => cookieValue(home, room.cookie) === '',
     });
   } else if (how === 'revoke') {
     sleep(THINK_S * (0.5 + Math.random()));
@@ -344,7 +405,7 @@ export function visitor() {
     check(out, {
       'checkout: status 200': (r) => r.status === 200,
       'checkout: revoke header stripped': (r) => r.headers['Cf-Waiting-Room-Command'] === undefined,
-      'checkout: cookie cleared': () => cookieValue(home, COOKIE_NAME) === '',
+      'checkout: cookie cleared': () => cookieValue(home, room.cookie) === '',
     });
   }
   // idle: just stop; the session ends after session_duration.
@@ -352,46 +413,52 @@ export function visitor() {
 
 export function sampler(data) {
   const started = data && data.startedAt ? data.startedAt : Date.now();
-  const history = []; // {sent, recv, total} of the last minute
+  const history = new Map(ROOMS.map((room) => [room.id, []])); // {sent, total} of the last minute
   let doneAt = null;
   let sawVisitors = false;
-  let last = null;
   for (;;) {
     const sent = Date.now();
-    const res = http.get(`${ADMIN}/admin/state`, { headers: AUTH, tags: { kind: 'admin' }, timeout: TIMEOUT });
-    const recv = Date.now();
-    if (check(res, { 'admin state: status 200': (r) => r.status === 200 })) {
-      const s = res.json();
-      last = s;
-      samples.add(1);
-      occupancy.add(s.occupancy);
-      queueLength.add(s.queue_length);
-      admittedLastMinute.add(s.admitted_last_minute);
-      occupancyEnd.add(s.occupancy);
-      // Token bucket: admissions in any window <= BURST + RATE x window. The snapshot was taken
-      // between sent and recv, so (this recv - that sent) bounds the window from above.
-      let worst = null;
-      for (const h of history) {
-        const window = (recv - h.sent) / 1000;
-        const excess = s.admitted_total - h.total - (BURST + (RATE * window) / 60);
-        if (worst === null || excess > worst) worst = excess;
-      }
-      if (worst !== null) rateOvershoot.add(worst);
-      history.push({ sent, total: s.admitted_total });
-      while (history.length && recv - history[0].sent > 60000) history.shift();
-      console.log(
-        `SERIES,${new Date(sent).toISOString()},${s.occupancy},${s.queue_length},${s.admitted_last_minute},` +
-          `${((sent - started) / 1000).toFixed(1)},${s.admitted_total}`,
-      );
+    let empty = true;
+    for (const room of ROOMS) {
+      const s = sample(room, history.get(room.id), started, sent);
+      if (s === null || s.occupancy !== 0 || s.queue_length !== 0) empty = false;
     }
     // Every visitor VU is done when only this one is still active (once they have started).
     const active = exec.instance.vusActive;
     if (active > 1) sawVisitors = true;
     if (doneAt === null && sawVisitors && active <= 1) doneAt = Date.now();
-    if (doneAt !== null) {
-      const empty = last !== null && last.occupancy === 0 && last.queue_length === 0;
-      if (empty || Date.now() - doneAt >= TAIL_S * 1000) break;
-    }
+    if (doneAt !== null && (empty || Date.now() - doneAt >= TAIL_S * 1000)) break;
     sleep(Math.max(0, SAMPLE_S - (Date.now() - sent) / 1000));
   }
+}
+
+/** One room's state, recorded with its tags; null when the admin API did not answer. */
+function sample(room, history, started, round) {
+  const sent = Date.now();
+  const res = http.get(`${ADMIN}${room.state}`, { headers: AUTH, tags: { kind: 'admin' }, timeout: TIMEOUT });
+  const recv = Date.now();
+  if (!check(res, { 'admin state: status 200': (r) => r.status === 200 })) return null;
+  const s = res.json();
+  const tags = roomTags(room);
+  samples.add(1, tags);
+  occupancy.add(s.occupancy, tags);
+  queueLength.add(s.queue_length, tags);
+  admittedLastMinute.add(s.admitted_last_minute, tags);
+  occupancyEnd.add(s.occupancy, tags);
+  // Token bucket: admissions in any window <= burst + rate x window. The snapshot was taken
+  // between sent and recv, so (this recv - that sent) bounds the window from above.
+  let worst = null;
+  for (const h of history) {
+    const window = (recv - h.sent) / 1000;
+    const excess = s.admitted_total - h.total - (room.burst + (room.rate * window) / 60);
+    if (worst === null || excess > worst) worst = excess;
+  }
+  if (worst !== null) rateOvershoot.add(worst, tags);
+  history.push({ sent, total: s.admitted_total });
+  while (history.length && recv - history[0].sent > 60000) history.shift();
+  console.log(
+    `SERIES,${new Date(round).toISOString()},${s.occupancy},${s.queue_length},${s.admitted_last_minute},` +
+      `${((round - started) / 1000).toFixed(1)},${s.admitted_total}${room.id === null ? '' : `,${room.id}`}`,
+  );
+  return s;
 }

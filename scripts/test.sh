@@ -21,6 +21,8 @@ done
 cargo test --locked --all-targets
 WAITROOM_BIN="$PWD/target/debug/waitroom-proxy" e2e/run.sh
 # A short flash crowd under k6 (a few hundred visitors, under a minute each): one proxy on the
-# memory store, then two proxies sharing one Redis. Any failed threshold fails the run.
+# memory store, then two proxies sharing one Redis, then those two proxies with two rooms crowded
+# at once (each room's capacity and rate checked on its own). Any failed threshold fails the run.
 load/flashcrowd.sh memory
 load/flashcrowd.sh redis
+ROOMS=2 load/flashcrowd.sh redis

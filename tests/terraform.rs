@@ -21,9 +21,9 @@ fn infra() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/cloudflare")
 }
 
-/// Every .tf file of the module, parsed.
-fn module() -> Vec<(String, Body)> {
-    let mut files: Vec<(String, Body)> = std::fs::read_dir(infra())
+/// Every .tf file of a module folder, parsed; `expected` lists their names.
+fn module_at(dir: &Path, expected: &[&str]) -> Vec<(String, Body)> {
+    let mut files: Vec<(String, Body)> = std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.extension().is_some_and(|e| e == "tf"))
@@ -38,11 +38,40 @@ fn module() -> Vec<(String, Body)> {
         .collect();
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-        names,
-        ["main.tf", "outputs.tf", "variables.tf", "versions.tf"]
-    );
+    assert_eq!(names, expected, "{}", dir.display());
     files
+}
+
+/// infra/cloudflare: the zone, its settings and one `room` module per room.
+fn root() -> Vec<(String, Body)> {
+    module_at(
+        &infra(),
+        &["main.tf", "outputs.tf", "variables.tf", "versions.tf"],
+    )
+}
+
+/// infra/cloudflare/room: one room, its events and its bypass rules.
+fn room_module() -> Vec<(String, Body)> {
+    module_at(
+        &infra().join("room"),
+        &["main.tf", "outputs.tf", "variables.tf"],
+    )
+}
+
+/// One exported room as the room module names its variables (room_name: its key in `rooms`),
+/// with the zone's variables beside them.
+fn one_room(vars: &serde_json::Value) -> serde_json::Value {
+    let rooms = vars["rooms"].as_object().unwrap();
+    assert_eq!(rooms.len(), 1, "{vars}");
+    let (id, room) = rooms.iter().next().unwrap();
+    let mut flat = room.clone();
+    flat["room_name"] = id.clone().into();
+    for (key, value) in vars.as_object().unwrap() {
+        if key != "rooms" {
+            flat[key] = value.clone();
+        }
+    }
+    flat
 }
 
 fn blocks<'a>(files: &'a [(String, Body)], kind: &'a str) -> impl Iterator<Item = &'a Block> {
@@ -172,7 +201,7 @@ fn required(files: &[(String, Body)]) -> BTreeSet<String> {
 
 #[test]
 fn the_provider_is_pinned_to_v5() {
-    let files = module();
+    let files = root();
     let terraform = blocks(&files, "terraform").next().unwrap();
     let providers = terraform
         .body()
@@ -197,7 +226,7 @@ fn the_provider_is_pinned_to_v5() {
 
 #[test]
 fn every_resource_is_there_with_its_v5_arguments() {
-    let files = module();
+    let files = room_module();
     let room = resource(&files, "cloudflare_waiting_room").body();
     for key in [
         "zone_id",
@@ -274,26 +303,33 @@ fn every_resource_is_there_with_its_v5_arguments() {
         )
     );
 
-    let settings = resource(&files, "cloudflare_waiting_room_settings").body();
+    let zone = root();
+    let settings = resource(&zone, "cloudflare_waiting_room_settings").body();
     attribute(settings, "search_engine_crawler_bypass");
+    assert!(
+        blocks(&zone, "resource").all(|b| label(&b, 0) == "cloudflare_waiting_room_settings"),
+        "the root holds the zone's settings only; rooms are the room module's"
+    );
 }
 
 #[test]
 fn every_variable_used_is_declared_and_every_declared_one_is_used() {
-    let files = module();
-    let mut used = BTreeSet::new();
-    for (_, body) in &files {
-        collect_body_vars(body, &mut used);
+    for files in [root(), room_module()] {
+        let mut used = BTreeSet::new();
+        for (_, body) in &files {
+            collect_body_vars(body, &mut used);
+        }
+        let declared = declared(&files);
+        let undeclared: Vec<_> = used.difference(&declared).collect();
+        let unused: Vec<_> = declared.difference(&used).collect();
+        assert!(
+            undeclared.is_empty(),
+            "used but not declared: {undeclared:?}"
+        );
+        assert!(unused.is_empty(), "declared but not used: {unused:?}");
     }
-    let declared = declared(&files);
-    let undeclared: Vec<_> = used.difference(&declared).collect();
-    let unused: Vec<_> = declared.difference(&used).collect();
-    assert!(
-        undeclared.is_empty(),
-        "used but not declared: {undeclared:?}"
-    );
-    assert!(unused.is_empty(), "declared but not used: {unused:?}");
 
+    let files = room_module();
     for variable in blocks(&files, "variable") {
         let keys: BTreeSet<&str> = variable.body().attributes().map(|a| a.key()).collect();
         assert!(keys.contains("description"), "{}", label(variable, 0));
@@ -331,7 +367,7 @@ fn every_variable_used_is_declared_and_every_declared_one_is_used() {
 
 #[test]
 fn the_page_template_referenced_exists_and_compiles() {
-    let files = module();
+    let files = room_module();
     let room = resource(&files, "cloudflare_waiting_room").body();
     let Expression::Conditional(advanced) = attribute(room, "custom_page_html") else {
         panic!("custom_page_html is not var.advanced_plan ? file(...) : null");
@@ -348,7 +384,7 @@ fn the_page_template_referenced_exists_and_compiles() {
         panic!("file() does not take \"${{path.module}}/...\"");
     };
     assert_eq!(module.expr.to_string(), "path.module");
-    let file = infra().join(relative.trim_start_matches('/'));
+    let file = infra().join("room").join(relative.trim_start_matches('/'));
     let source =
         std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let (_, warnings) = CustomPage::compile(source).unwrap();
@@ -357,7 +393,7 @@ fn the_page_template_referenced_exists_and_compiles() {
 
 #[test]
 fn the_example_sets_declared_variables_and_every_required_one() {
-    let files = module();
+    let files = root();
     let text = std::fs::read_to_string(infra().join("terraform.tfvars.example")).unwrap();
     let example = hcl::parse(&text).unwrap();
     let set: BTreeSet<String> = example.attributes().map(|a| a.key().to_owned()).collect();
@@ -365,6 +401,82 @@ fn the_example_sets_declared_variables_and_every_required_one() {
     assert!(set.is_subset(&declared), "{:?}", set.difference(&declared));
     assert!(required(&files).is_subset(&set));
     assert_eq!(example.blocks().count(), 0);
+    // Each room's required attributes are checked by its type.
+    let vars: serde_json::Value = hcl::from_str(&text).unwrap();
+    check_tfvars(&files, &vars);
+    assert!(
+        vars["rooms"].as_object().unwrap().len() >= 2,
+        "the example shows several rooms"
+    );
+}
+
+/// The root's `rooms` names every variable of the room module (but those the root sets itself)
+/// with the module's own type, optional exactly where the module has a default; the module call
+/// passes each through; and a variable with a default is not nullable, so that a room leaving it
+/// out gets that default, written in one place.
+#[test]
+fn the_rooms_map_carries_every_variable_of_the_room_module() {
+    let zone = root();
+    let room = room_module();
+    let Expression::FuncCall(map) = attribute(variable(&zone, "rooms").body(), "type") else {
+        panic!("rooms has no type");
+    };
+    assert_eq!(map.name.name.as_str(), "map");
+    let Some(Expression::FuncCall(object)) = map.args.first() else {
+        panic!("rooms is not a map of objects");
+    };
+    let Some(Expression::Object(fields)) = object.args.first() else {
+        panic!("rooms is not a map of objects");
+    };
+    let fields: Vec<(String, &Expression)> =
+        fields.iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let set_by_the_root = ["zone_id", "advanced_plan", "room_name"];
+    let module_vars: Vec<&Block> = blocks(&room, "variable")
+        .filter(|b| !set_by_the_root.contains(&label(b, 0)))
+        .collect();
+    assert_eq!(
+        fields
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect::<BTreeSet<_>>(),
+        module_vars
+            .iter()
+            .map(|b| label(b, 0))
+            .collect::<BTreeSet<_>>()
+    );
+    let call = blocks(&zone, "module")
+        .find(|b| label(b, 0) == "room")
+        .expect("module \"room\"");
+    assert_eq!(
+        attribute(call.body(), "source"),
+        &Expression::from("./room")
+    );
+    assert_eq!(attribute(call.body(), "for_each").to_string(), "var.rooms");
+    assert_eq!(attribute(call.body(), "room_name").to_string(), "each.key");
+    for block in module_vars {
+        let name = label(block, 0);
+        let ty = attribute(block.body(), "type");
+        let has_default = block.body().attributes().any(|a| a.key() == "default");
+        let (_, field) = fields.iter().find(|(k, _)| k == name).unwrap();
+        let expected = if has_default {
+            format!("optional({ty})")
+        } else {
+            ty.to_string()
+        };
+        assert_eq!(field.to_string(), expected, "rooms.{name}");
+        if has_default {
+            assert_eq!(
+                attribute(block.body(), "nullable"),
+                &Expression::Bool(false),
+                "variable {name}: a room leaving it out must get its default"
+            );
+        }
+        assert_eq!(
+            attribute(call.body(), name).to_string(),
+            format!("each.value.{name}"),
+            "module room passes {name}"
+        );
+    }
 }
 
 fn export(config: &Path, out: &Path) -> (String, serde_json::Value) {
@@ -390,6 +502,7 @@ fn export_terraform_carries_drop_toml() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("room.auto.tfvars");
     let (stderr, vars) = export(&drop, &out);
+    let vars = one_room(&vars);
 
     let file = ConfigFile::read(&drop).unwrap();
     let section = file.room.as_ref().unwrap();
@@ -426,14 +539,19 @@ fn export_terraform_carries_drop_toml() {
     }
     assert_eq!(vars["events"], serde_json::json!([]));
 
-    // Only variables the module declares; every one it needs but zone_id (and host, which
+    // Only variables the modules declare; every one they need but zone_id (and host, which
     // drop.toml leaves out).
-    let files = module();
+    let mut files = room_module();
+    files.extend(root());
     let set: BTreeSet<String> = vars.as_object().unwrap().keys().cloned().collect();
-    let declared = declared(&files);
+    let mut declared = declared(&files);
+    declared.remove("rooms");
     assert!(set.is_subset(&declared), "{:?}", set.difference(&declared));
     let missing: BTreeSet<String> = required(&files).difference(&set).cloned().collect();
-    assert_eq!(missing, ["host", "zone_id"].map(String::from).into());
+    assert_eq!(
+        missing,
+        ["host", "rooms", "zone_id"].map(String::from).into()
+    );
 
     // What Cloudflare cannot express, on stderr.
     for needle in [
@@ -519,7 +637,7 @@ fn only_on_the_advanced_plan(expr: &Expression, what: &str) {
 
 #[test]
 fn what_needs_the_advanced_plan_is_sent_only_with_it_and_refused_without_it() {
-    let files = module();
+    let files = room_module();
     let plan = variable(&files, "advanced_plan").body();
     assert_eq!(attribute(plan, "type").to_string(), "bool");
     assert_eq!(attribute(plan, "default"), &Expression::Bool(false));
@@ -568,7 +686,7 @@ fn what_needs_the_advanced_plan_is_sent_only_with_it_and_refused_without_it() {
 
 #[test]
 fn default_template_language_accepts_exactly_the_providers_38() {
-    let files = module();
+    let files = room_module();
     let condition = validations(variable(&files, "default_template_language"))
         .next()
         .unwrap();
@@ -610,6 +728,14 @@ fn check_type(ty: &Expression, value: &serde_json::Value, path: &str) {
                 "optional" => {
                     if !value.is_null() {
                         check_type(inner, value, path);
+                    }
+                }
+                "map" => {
+                    let entries = value
+                        .as_object()
+                        .unwrap_or_else(|| panic!("{path}: {value} is not a map"));
+                    for (key, entry) in entries {
+                        check_type(inner, entry, &format!("{path}[{key:?}]"));
                     }
                 }
                 "list" | "set" => {
@@ -719,9 +845,10 @@ fn export_text(toml: &str) -> (String, String, serde_json::Value) {
 
 #[test]
 fn exported_values_have_the_declared_types_and_the_advanced_plan_is_asked_for() {
-    let files = module();
+    let files = root();
     let (text, stderr, vars) = export_text(RICH);
     check_tfvars(&files, &vars);
+    let vars = one_room(&vars);
     assert_eq!(vars["advanced_plan"], true, "{text}");
     assert_eq!(vars["turnstile_mode"], "visible_managed");
     assert_eq!(vars["turnstile_action"], "infinite_queue");
@@ -744,8 +871,14 @@ fn exported_values_have_the_declared_types_and_the_advanced_plan_is_asked_for() 
     assert!(!stderr.contains("queueing_method = \"fifo\""), "{stderr}");
 
     let drop = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/drop.toml");
-    let (_, stderr, vars) = export_text(&std::fs::read_to_string(drop).unwrap());
+    let (_, stderr, mut vars) = export_text(&std::fs::read_to_string(drop).unwrap());
+    // drop.toml names no host, which Cloudflare needs (a note says so): given here.
+    for room in vars["rooms"].as_object_mut().unwrap().values_mut() {
+        assert!(room.get("host").is_none());
+        room["host"] = "shop.example.com".into();
+    }
     check_tfvars(&files, &vars);
+    let vars = one_room(&vars);
     assert!(
         vars.get("advanced_plan").is_none(),
         "drop.toml needs no plan"
@@ -780,20 +913,13 @@ fn terraform() -> Option<PathBuf> {
     None
 }
 
-/// Runs variables.tf's validations (no provider needed: the module is the variables alone) on
-/// tfvars text plus `extra` -var pairs; Err holds terraform's output.
-fn validate(terraform: &Path, tfvars: &str, extra: &[&str]) -> Result<(), String> {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        infra().join("variables.tf"),
-        dir.path().join("variables.tf"),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("room.tfvars"), tfvars).unwrap();
+/// Runs terraform plan in `dir` on tfvars text; Err holds its output.
+fn plan(terraform: &Path, dir: &Path, tfvars: &str) -> Result<(), String> {
+    std::fs::write(dir.join("given.tfvars"), tfvars).unwrap();
     let run = |args: &[&str]| {
         Command::new(terraform)
             .args(args)
-            .current_dir(dir.path())
+            .current_dir(dir)
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")
             .env("TF_CLI_CONFIG_FILE", "/dev/null")
@@ -806,19 +932,15 @@ fn validate(terraform: &Path, tfvars: &str, extra: &[&str]) -> Result<(), String
         "{}",
         String::from_utf8_lossy(&init.stderr)
     );
-    let mut args = vec![
+    let plan = run(&[
         "plan",
         "-input=false",
         "-no-color",
         "-lock=false",
-        "-var-file=room.tfvars",
+        "-var-file=given.tfvars",
         "-var",
         "zone_id=0123456789abcdef0123456789abcdef",
-    ];
-    for pair in extra {
-        args.extend(["-var", pair]);
-    }
-    let plan = run(&args);
+    ]);
     if plan.status.success() {
         Ok(())
     } else {
@@ -830,27 +952,86 @@ fn validate(terraform: &Path, tfvars: &str, extra: &[&str]) -> Result<(), String
     }
 }
 
+/// Runs the whole configuration's validations, the root's and every room's, without a provider:
+/// the root's variables and its module call, and the room module's variables alone.
+fn validate(terraform: &Path, tfvars: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        infra().join("variables.tf"),
+        dir.path().join("variables.tf"),
+    )
+    .unwrap();
+    let main = hcl::parse(&std::fs::read_to_string(infra().join("main.tf")).unwrap()).unwrap();
+    let calls = Body::from_iter(
+        main.into_blocks()
+            .filter(|b| b.identifier() == "module")
+            .map(hcl::Structure::from),
+    );
+    std::fs::write(dir.path().join("main.tf"), hcl::to_string(&calls).unwrap()).unwrap();
+    std::fs::create_dir(dir.path().join("room")).unwrap();
+    std::fs::copy(
+        infra().join("room/variables.tf"),
+        dir.path().join("room/variables.tf"),
+    )
+    .unwrap();
+    plan(terraform, dir.path(), tfvars)
+}
+
+/// Runs one room's validations: the room module's variables alone, on its variables.
+fn validate_room(terraform: &Path, tfvars: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        infra().join("room/variables.tf"),
+        dir.path().join("variables.tf"),
+    )
+    .unwrap();
+    plan(terraform, dir.path(), tfvars)
+}
+
 #[test]
 fn terraform_accepts_what_export_writes_and_refuses_what_cloudflare_would() {
     let Some(terraform) = terraform() else {
         return;
     };
     let drop = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/drop.toml");
-    let (drop_vars, _, _) = export_text(&std::fs::read_to_string(drop).unwrap());
-    // drop.toml's limits are under Cloudflare's minimum of 200 (a note says so): raised here.
-    validate(
-        &terraform,
-        &drop_vars,
-        &[
-            "host=shop.example.com",
-            "total_active_users=200",
-            "new_users_per_minute=200",
-        ],
-    )
-    .unwrap();
+    // drop.toml has no host and a rate under Cloudflare's minimum of 200 (notes say so): given
+    // and raised here.
+    let drop = std::fs::read_to_string(drop)
+        .unwrap()
+        .replace("[room]\n", "[room]\nhost = \"shop.example.com\"\n")
+        .replace(
+            "new_users_per_minute = 40\n",
+            "new_users_per_minute = 200\n",
+        );
+    let (drop_vars, _, _) = export_text(&drop);
+    validate(&terraform, &drop_vars).unwrap();
+
+    let two_rooms = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/two-rooms.toml");
+    let (two, _, _) = export_text(
+        &std::fs::read_to_string(two_rooms)
+            .unwrap()
+            .replace(
+                "new_users_per_minute = 40\n",
+                "new_users_per_minute = 200\n",
+            )
+            .replace(
+                "new_users_per_minute = 100\n",
+                "new_users_per_minute = 200\n",
+            ),
+    );
+    validate(&terraform, &two).unwrap();
+    let clash = two
+        .replace("tickets.example.com", "shop.example.com")
+        .replace("\"/drop/sneakers\"", "\"/\"");
+    assert!(
+        validate(&terraform, &clash)
+            .unwrap_err()
+            .contains("same host and path"),
+        "{clash}"
+    );
 
     let example = std::fs::read_to_string(infra().join("terraform.tfvars.example")).unwrap();
-    validate(&terraform, &example, &[]).unwrap();
+    validate(&terraform, &example).unwrap();
     // And the module and its example are as `terraform fmt` writes them.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("example.tfvars"), &example).unwrap();
@@ -869,11 +1050,11 @@ fn terraform_accepts_what_export_writes_and_refuses_what_cloudflare_would() {
     }
 
     let (rich, _, _) = export_text(RICH);
-    validate(&terraform, &rich, &[]).unwrap();
+    validate(&terraform, &rich).unwrap();
     // Without the plan line, terraform names what needs the plan.
     assert!(rich.contains("advanced_plan = true\n"));
     let without = rich.replace("advanced_plan = true\n", "");
-    let refused = validate(&terraform, &without, &[]).unwrap_err();
+    let refused = validate(&terraform, &without).unwrap_err();
     for variable in [
         "queueing_method",
         "turnstile_mode",
@@ -890,32 +1071,21 @@ fn terraform_accepts_what_export_writes_and_refuses_what_cloudflare_would() {
     let base = "room_name = \"r\"\nhost = \"shop.example.com\"\ntotal_active_users = 200\n\
                 new_users_per_minute = 200\n";
     let with = |extra: &str| format!("{base}{extra}\n");
-    validate(
-        &terraform,
-        &with("default_template_language = \"vi-VN\""),
-        &[],
-    )
-    .unwrap();
+    validate_room(&terraform, &with("default_template_language = \"vi-VN\"")).unwrap();
     assert!(
-        validate(
-            &terraform,
-            &with("default_template_language = \"xx-XX\""),
-            &[]
-        )
-        .unwrap_err()
-        .contains("default_template_language")
+        validate_room(&terraform, &with("default_template_language = \"xx-XX\""))
+            .unwrap_err()
+            .contains("default_template_language")
     );
-    let cookie = validate(
+    let cookie = validate_room(
         &terraform,
         &with("cookie_samesite = \"none\"\ncookie_secure = \"never\""),
-        &[],
     )
     .unwrap_err();
     assert!(cookie.contains("needs a Secure cookie"), "{cookie}");
-    validate(
+    validate_room(
         &terraform,
         &with("cookie_samesite = \"none\"\ncookie_secure = \"always\""),
-        &[],
     )
     .unwrap();
     let event = |prequeue: &str| {
@@ -925,9 +1095,9 @@ fn terraform_accepts_what_export_writes_and_refuses_what_cloudflare_would() {
              event_end_time = \"2026-01-01T11:00:00Z\" }}]"
         ))
     };
-    let short = validate(&terraform, &event("2026-01-01T09:56:00Z"), &[]).unwrap_err();
+    let short = validate_room(&terraform, &event("2026-01-01T09:56:00Z")).unwrap_err();
     assert!(short.contains("at least 5 minutes"), "{short}");
-    validate(&terraform, &event("2026-01-01T09:55:00Z"), &[]).unwrap();
+    validate_room(&terraform, &event("2026-01-01T09:55:00Z")).unwrap();
 }
 
 #[test]

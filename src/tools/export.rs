@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use hcl::{Attribute, Body, Expression, Identifier, ObjectKey};
 
-use crate::config::file::{ConfigFile, RoomSection};
+use crate::config::file::{ConfigFile, PageSection, RoomEntry, RoomSection};
 use crate::config::model::{ConfigError, SameSite, check_room_id, invalid, same_site};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::request::route::PathPattern;
@@ -28,7 +28,7 @@ const CLOUDFLARE_REFRESH: Duration = Duration::from_secs(20);
 const CLOUDFLARE_MIN_PREQUEUE_MS: i64 = 5 * 60 * 1000;
 
 /// Every `default_template_language` the provider (v5) accepts, spelt as it spells them.
-/// infra/cloudflare/variables.tf validates against the same list (a test keeps them equal).
+/// infra/cloudflare/room/variables.tf validates against the same list (a test keeps them equal).
 pub const CLOUDFLARE_LANGUAGES: [&str; 38] = [
     "en-US", "es-ES", "de-DE", "fr-FR", "it-IT", "ja-JP", "ko-KR", "pt-BR", "zh-CN", "zh-TW",
     "nl-NL", "pl-PL", "id-ID", "tr-TR", "ar-EG", "ru-RU", "fa-IR", "bg-BG", "hr-HR", "cs-CZ",
@@ -62,21 +62,33 @@ pub struct TerraformExport {
     pub advanced: Vec<String>,
 }
 
-/// The variables of infra/cloudflare from a drop.toml; `source` names it in the header.
+/// The variables of infra/cloudflare from a drop.toml; `source` names it in the header. Each
+/// room of the file becomes one entry of `rooms`, keyed by its id; a note every room shares is
+/// said once, one that concerns some rooms names them.
 pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport, ExportError> {
-    let room = match (&file.room, file.rooms.as_slice()) {
-        (Some(room), []) => room,
-        (None, [entry]) => &entry.room,
-        _ => {
-            return Err(ConfigError::Invalid {
-                key: "rooms".into(),
-                reason: "export-terraform writes one room: give it a file with one room".into(),
-            }
+    let rooms: Vec<(&RoomSection, &PageSection, Place)> = match (&file.room, file.rooms.as_slice())
+    {
+        (Some(room), []) => vec![(room, &file.page, Place::one())],
+        (None, []) => return Err(invalid("room", "is required: [room] or [[rooms]]").into()),
+        (Some(_), [_, ..]) => {
+            return Err(invalid(
+                "rooms",
+                "a file holds [room] (one room) or [[rooms]] (several), not both",
+            )
             .into());
         }
+        (None, entries) => entries
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| {
+                (
+                    &entry.room,
+                    entry.page.as_ref().unwrap_or(&file.page),
+                    Place::of(i, entry),
+                )
+            })
+            .collect(),
     };
-    check_room_id(&room.id)?;
-    let settings = RoomSettings::from_section(room)?;
     let samesite = same_site(&file.pass.cookie_samesite)?;
     if samesite == SameSite::None && !file.pass.cookie_secure {
         return Err(invalid(
@@ -87,17 +99,195 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
         .into());
     }
     let turnstile = Turnstile::from_file(file)?;
+
+    let mut exports: Vec<RoomExport> = Vec::with_capacity(rooms.len());
+    for (room, page, place) in &rooms {
+        if let Some(other) = exports.iter().find(|e| e.id == room.id) {
+            return Err(invalid(
+                &format!("{}.id", place.room),
+                format!(
+                    "{:?} is the id of {} too: Cloudflare names rooms uniquely",
+                    room.id, other.place
+                ),
+            )
+            .into());
+        }
+        let export =
+            room_vars(file, room, page, samesite, &turnstile).map_err(|e| place.rename(e))?;
+        exports.push(RoomExport {
+            id: room.id.clone(),
+            place: place.room.clone(),
+            ..export
+        });
+    }
+
+    let several = exports.len() > 1;
+    let mut notes = merged(&exports, |e| &e.notes, several);
+    let advanced = merged(&exports, |e| &e.advanced, several);
+    let crawlers: Vec<String> = exports
+        .iter()
+        .filter(|e| e.crawler_bypass)
+        .map(|e| e.id.clone())
+        .collect();
+    if !crawlers.is_empty() {
+        notes.push(format!(
+            "room.bypass_verified_crawlers ({}): Cloudflare's search_engine_crawler_bypass is a \
+             zone setting: it applies to every waiting room of the zone, and Cloudflare keeps its \
+             own crawler list (room.crawler_ranges has no counterpart)",
+            crawlers.join(", ")
+        ));
+    }
+
+    let mut vars = vec![
+        Attribute::new(
+            "rooms",
+            Expression::Object(
+                exports
+                    .into_iter()
+                    .map(|e| {
+                        let fields = e
+                            .vars
+                            .into_iter()
+                            .map(|a| (ObjectKey::from(a.key), a.expr))
+                            .collect();
+                        (
+                            ObjectKey::Expression(text(e.id)),
+                            Expression::Object(fields),
+                        )
+                    })
+                    .collect(),
+            ),
+        ),
+        Attribute::new("search_engine_crawler_bypass", !crawlers.is_empty()),
+    ];
+
+    if advanced.is_empty() {
+        notes.push(
+            "JSON for `Accept: application/json` (json_response_enabled) and waiting.html need \
+             Cloudflare's Waiting Room Advanced plan, so infra/cloudflare sends them only with \
+             advanced_plan = true (set it in terraform.tfvars if the zone has the plan); \
+             without it JSON clients get Cloudflare's HTML page"
+                .to_owned(),
+        );
+    } else {
+        for setting in &advanced {
+            notes.push(format!(
+                "Advanced plan: {setting} needs Cloudflare's Waiting Room Advanced plan \
+                 (advanced_plan = true is written; terraform apply fails on a zone without it)"
+            ));
+        }
+        // Last, so that it reads as the conclusion of the notes above it.
+        vars.push(Attribute::new("advanced_plan", true));
+    }
+
+    let body = Body::builder().add_attributes(vars).build();
+    let mut tfvars = header(source, &notes);
+    tfvars.push_str(&hcl::format::to_string(&body)?);
+    Ok(TerraformExport {
+        tfvars,
+        notes,
+        advanced,
+    })
+}
+
+/// One room's entry of `rooms`, with what Cloudflare cannot express of it.
+#[derive(Default)]
+struct RoomExport {
+    id: String,
+    /// `room` or `rooms[i]`: how errors name it.
+    place: String,
+    vars: Vec<Attribute>,
+    notes: Vec<String>,
+    advanced: Vec<String>,
+    crawler_bypass: bool,
+}
+
+/// Said once when every room says it; else named by the room it concerns.
+fn merged(
+    exports: &[RoomExport],
+    list: impl Fn(&RoomExport) -> &Vec<String>,
+    several: bool,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for export in exports {
+        for item in list(export) {
+            let shared = exports.iter().all(|e| list(e).contains(item));
+            let item = if shared || !several {
+                item.clone()
+            } else {
+                format!("room {:?}: {item}", export.id)
+            };
+            if !out.contains(&item) {
+                out.push(item);
+            }
+        }
+    }
+    out
+}
+
+/// Where a room is in the file, for the keys its errors name.
+struct Place {
+    /// `room` or `rooms[2]`.
+    room: String,
+    /// Its page's keys: `page`, or `rooms[2].page` when it has its own.
+    page: String,
+}
+
+impl Place {
+    fn one() -> Self {
+        Self {
+            room: "room".into(),
+            page: "page".into(),
+        }
+    }
+
+    fn of(index: usize, entry: &RoomEntry) -> Self {
+        Self {
+            room: format!("rooms[{index}]"),
+            page: if entry.page.is_some() {
+                format!("rooms[{index}].page")
+            } else {
+                "page".into()
+            },
+        }
+    }
+
+    fn rename(&self, error: ConfigError) -> ConfigError {
+        let ConfigError::Invalid { key, reason } = error else {
+            return error;
+        };
+        let key = if let Some(rest) = key.strip_prefix("room.") {
+            format!("{}.{rest}", self.room)
+        } else if let Some(rest) = key.strip_prefix("page.") {
+            format!("{}.{rest}", self.page)
+        } else {
+            key
+        };
+        ConfigError::Invalid { key, reason }
+    }
+}
+
+/// One room's variables: room/variables.tf's, but room_name (its key in `rooms`).
+fn room_vars(
+    file: &ConfigFile,
+    room: &RoomSection,
+    page: &PageSection,
+    samesite: SameSite,
+    turnstile: &Turnstile,
+) -> Result<RoomExport, ConfigError> {
+    check_room_id(&room.id)?;
+    let settings = RoomSettings::from_section(room)?;
     let mut notes = Vec::new();
     let mut advanced = Vec::new();
     let mut vars: Vec<Attribute> = Vec::new();
 
-    vars.push(Attribute::new("room_name", room.id.as_str()));
     vars.push(Attribute::new("description", room.name.as_str()));
     match &room.host {
         Some(host) => vars.push(Attribute::new("host", host.as_str())),
         None => notes.push(
             "room.host is not set: Cloudflare needs the host a room protects; add host = \
-             \"shop.example.com\" to the tfvars (terraform asks for it otherwise)"
+             \"shop.example.com\" to the room's entry of rooms in the tfvars (terraform refuses \
+             it otherwise)"
                 .to_owned(),
         ),
     }
@@ -211,12 +401,12 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
         },
     ));
 
-    let language_tag = template_language(&file.page.default_template_language, &mut notes)?;
+    let language_tag = template_language(&page.default_template_language, &mut notes)?;
     vars.push(Attribute::new("default_template_language", language_tag));
-    if let Some(template) = &file.page.template {
+    if let Some(template) = &page.template {
         advanced.push(format!("page.template = {template:?} (custom_page_html)"));
     }
-    notes.push(match &file.page.template {
+    notes.push(match &page.template {
         Some(template) => format!(
             "page.template = {template:?}: Cloudflare's custom_page_html is read from \
              infra/cloudflare/waiting.html; keep the two the same file"
@@ -278,47 +468,14 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
     advanced.extend(turnstile.advanced());
     vars.push(Attribute::new(
         "events",
-        events(room, &settings, &turnstile, &mut notes, &mut advanced)?,
+        events(room, &settings, turnstile, &mut notes, &mut advanced)?,
     ));
-    vars.push(Attribute::new(
-        "search_engine_crawler_bypass",
-        settings.bypass_verified_crawlers,
-    ));
-    if settings.bypass_verified_crawlers {
-        notes.push(
-            "room.bypass_verified_crawlers: Cloudflare's search_engine_crawler_bypass is a zone \
-             setting: it applies to every waiting room of the zone, and Cloudflare keeps its own \
-             crawler list (room.crawler_ranges has no counterpart)"
-                .to_owned(),
-        );
-    }
-
-    if advanced.is_empty() {
-        notes.push(
-            "JSON for `Accept: application/json` (json_response_enabled) and waiting.html need \
-             Cloudflare's Waiting Room Advanced plan, so infra/cloudflare sends them only with \
-             advanced_plan = true (set it in terraform.tfvars if the zone has the plan); \
-             without it JSON clients get Cloudflare's HTML page"
-                .to_owned(),
-        );
-    } else {
-        for setting in &advanced {
-            notes.push(format!(
-                "Advanced plan: {setting} needs Cloudflare's Waiting Room Advanced plan \
-                 (advanced_plan = true is written; terraform apply fails on a zone without it)"
-            ));
-        }
-        // Last, so that it reads as the conclusion of the notes above it.
-        vars.push(Attribute::new("advanced_plan", true));
-    }
-
-    let body = Body::builder().add_attributes(vars).build();
-    let mut tfvars = header(source, &notes);
-    tfvars.push_str(&hcl::format::to_string(&body)?);
-    Ok(TerraformExport {
-        tfvars,
+    Ok(RoomExport {
+        vars,
         notes,
         advanced,
+        crawler_bypass: settings.bypass_verified_crawlers,
+        ..RoomExport::default()
     })
 }
 
@@ -624,8 +781,25 @@ mod tests {
         terraform_vars(&file(room_extra, rest), "drop.toml").unwrap()
     }
 
-    fn parsed(export: &TerraformExport) -> serde_json::Value {
+    fn tfvars(export: &TerraformExport) -> serde_json::Value {
         hcl::from_str(&export.tfvars).unwrap_or_else(|e| panic!("{e}\n{}", export.tfvars))
+    }
+
+    /// The one room's variables as room/variables.tf names them: its entry of `rooms`, its key
+    /// as room_name, and the zone's variables beside them.
+    fn parsed(export: &TerraformExport) -> serde_json::Value {
+        let top = tfvars(export);
+        let rooms = top["rooms"].as_object().unwrap();
+        assert_eq!(rooms.len(), 1, "{}", export.tfvars);
+        let (id, room) = rooms.iter().next().unwrap();
+        let mut v = room.clone();
+        v["room_name"] = id.clone().into();
+        for (key, value) in top.as_object().unwrap() {
+            if key != "rooms" {
+                v[key] = value.clone();
+            }
+        }
+        v
     }
 
     fn notes_about<'a>(export: &'a TerraformExport, needle: &str) -> Vec<&'a String> {
@@ -1007,5 +1181,68 @@ mod tests {
         let secure = parsed(&export("", "[pass]\ncookie_samesite = \"None\""));
         assert_eq!(secure["cookie_samesite"], "none");
         assert_eq!(secure["cookie_secure"], "always");
+    }
+
+    #[test]
+    fn every_room_becomes_an_entry_and_their_notes_are_said_once_or_named() {
+        let text = "[origin]\naddress = \"127.0.0.1:3000\"\n\
+            [[rooms]]\nid = \"sneakers\"\nhost = \"shop.example.com\"\npath = \"/drop/sneakers\"\n\
+            total_active_users = 400\nnew_users_per_minute = 300\nburst = 10\n\
+            [[rooms]]\nid = \"tickets\"\nhost = \"shop.example.com\"\npath = \"/tickets\"\n\
+            total_active_users = 900\nnew_users_per_minute = 600\nqueueing_method = \"random\"\n\
+            [rooms.page]\ndefault_template_language = \"de-DE\"\n";
+        let out = terraform_vars(&ConfigFile::parse(text).unwrap(), "two.toml").unwrap();
+        let v = tfvars(&out);
+        let rooms = v["rooms"].as_object().unwrap();
+        assert_eq!(rooms.keys().collect::<Vec<_>>(), ["sneakers", "tickets"]);
+        assert_eq!(rooms["sneakers"]["path"], "/drop/sneakers");
+        assert_eq!(rooms["sneakers"]["total_active_users"], 400);
+        assert_eq!(rooms["sneakers"]["default_template_language"], "en-US");
+        assert_eq!(rooms["tickets"]["total_active_users"], 900);
+        assert_eq!(rooms["tickets"]["queueing_method"], "random");
+        assert_eq!(rooms["tickets"]["default_template_language"], "de-DE");
+        assert_eq!(rooms["tickets"]["cookie_suffix"], "tickets");
+        assert!(
+            rooms["tickets"].get("room_name").is_none(),
+            "the key names it"
+        );
+        assert_eq!(
+            v["advanced_plan"], true,
+            "the tickets' random queue needs it"
+        );
+        assert_eq!(
+            out.advanced,
+            ["room \"tickets\": room.queueing_method = \"random\""]
+        );
+        assert_eq!(
+            notes_about(&out, "exact positions").len(),
+            1,
+            "{:?}",
+            out.notes
+        );
+        assert_eq!(
+            notes_about(&out, "room \"sneakers\": room.burst = 10").len(),
+            1,
+            "{:?}",
+            out.notes
+        );
+        assert!(notes_about(&out, "room \"tickets\": room.burst").is_empty());
+
+        let same_id = text.replace("id = \"tickets\"", "id = \"sneakers\"");
+        let error = terraform_vars(&ConfigFile::parse(&same_id).unwrap(), "two.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("rooms[1].id"), "{error}");
+        let bad = text.replace(
+            "default_template_language = \"de-DE\"",
+            "default_template_language = \"xx\"",
+        );
+        let error = terraform_vars(&ConfigFile::parse(&bad).unwrap(), "two.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("rooms[1].page.default_template_language"),
+            "{error}"
+        );
     }
 }
