@@ -307,7 +307,7 @@ fn every_resource_is_there_with_its_v5_arguments() {
     let settings = resource(&zone, "cloudflare_waiting_room_settings").body();
     attribute(settings, "search_engine_crawler_bypass");
     assert!(
-        blocks(&zone, "resource").all(|b| label(&b, 0) == "cloudflare_waiting_room_settings"),
+        blocks(&zone, "resource").all(|b| label(b, 0) == "cloudflare_waiting_room_settings"),
         "the root holds the zone's settings only; rooms are the room module's"
     );
 }

@@ -1,3 +1,4 @@
+use super::path::{hex_value, is_unreserved, params_start};
 use super::*;
 use proptest::prelude::*;
 
