@@ -572,7 +572,8 @@ async fn a_shuffled_prequeue_across_two_instances_stands_in_random_order() {
     use waitroom::clock::{Clock, SystemClock, rfc3339_ms};
     let redis = RedisServer::start();
     let now = SystemClock.now_ms();
-    let start = now + 5_000;
+    // Room for two instances to start on a busy machine before the pre-queue ends.
+    let start = now + 10_000;
     // One admission at the start (capacity 1, one token), so the places stay put to be read.
     let room = format!(
         "total_active_users = 100\nnew_users_per_minute = 6000\nburst = 1\n\
