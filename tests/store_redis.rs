@@ -527,9 +527,9 @@ async fn instances_share_the_autopilot_windows_and_state() {
     };
     assert_eq!(a.load_autopilot().await.unwrap(), seen);
     assert_eq!(b.load_autopilot().await.unwrap(), seen);
-    // b does not lead: its write is refused, whatever fence it claims.
+    // A token below the leader's, from any instance, is refused.
     assert!(matches!(
-        b.save_autopilot(&record, fence + 1).await,
+        b.save_autopilot(&record, fence - 1).await,
         Err(StoreError::NotLeader(_))
     ));
     let stored = server.command(&["HGET", "wrtest:{pilot}:autopilot", "record"]);
@@ -540,8 +540,8 @@ async fn instances_share_the_autopilot_windows_and_state() {
 }
 
 /// A loss of the data takes the autopilot's state with it: every instance reads no record (the
-/// room's own limits apply) and an unpaused autopilot, the old leader's fence is refused, and the
-/// leader elected next writes again.
+/// room's own limits apply) and an unpaused autopilot; the leader elected next gets a greater
+/// fence, and once it has written, the old leader's fence is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_the_data_loses_the_autopilot_state_and_the_old_fence() {
     let mut server = RedisServer::start();
@@ -567,14 +567,17 @@ async fn losing_the_data_loses_the_autopilot_state_and_the_old_fence() {
         AutopilotState::default()
     );
     assert_eq!(a.read_window(start).await.unwrap(), Signal::new(start));
+    let new = a.lead("b", 60_000).await.unwrap().unwrap();
+    assert!(new > old, "fences keep growing across a loss");
+    a.save_autopilot(&record, new).await.unwrap();
+    assert_eq!(
+        a.load_autopilot().await.unwrap().record,
+        Some(record.clone())
+    );
     assert!(matches!(
         a.save_autopilot(&record, old).await,
         Err(StoreError::NotLeader(_))
     ));
-    let new = a.lead("a", 60_000).await.unwrap().unwrap();
-    assert!(new > old, "fences keep growing across a loss");
-    a.save_autopilot(&record, new).await.unwrap();
-    assert_eq!(a.load_autopilot().await.unwrap().record, Some(record));
 }
 
 /// Run with `cargo test --release --test store_redis -- --ignored --nocapture measure`.
