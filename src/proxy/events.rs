@@ -163,9 +163,21 @@ pub async fn serve(
         }
         // Sleep until something may have changed; heartbeats only keep the line open.
         loop {
-            tokio::select! {
-                changed = beats.changed() => if changed.is_err() { return end(session).await },
-                _ = tokio::time::sleep_until(ends) => return end(session).await,
+            let woke = tokio::select! {
+                changed = beats.changed() => if changed.is_ok() { Woke::Beat } else { Woke::End },
+                _ = tokio::time::sleep_until(ends) => Woke::End,
+                // A page that went away closed its connection: its descriptor is given back
+                // now, not at the next heartbeat's failed write (a crowd leaving at once would
+                // otherwise hold the open-file limit for that long).
+                _ = session.read_body_or_idle(true) => Woke::Gone,
+            };
+            match woke {
+                Woke::Beat => {}
+                Woke::End => return end(session).await,
+                Woke::Gone => {
+                    session.set_keepalive(None);
+                    return Ok(());
+                }
             }
             let beat = *beats.borrow_and_update();
             if beat.heartbeats != seen.heartbeats {
@@ -183,6 +195,13 @@ pub async fn serve(
         }
     }
     end(session).await
+}
+
+/// What a sleeping stream woke for.
+enum Woke {
+    Beat,
+    End,
+    Gone,
 }
 
 async fn write(session: &mut Session, event: String) -> bool {
