@@ -66,7 +66,7 @@ impl StreamBudget {
         if taken.is_err() {
             return Err(Refused::Proxy);
         }
-        let slot = StreamSlot {
+        let mut slot = StreamSlot {
             budget: self,
             visitor: None,
         };
@@ -80,10 +80,10 @@ impl StreamBudget {
             return Err(Refused::Visitor);
         }
         *held += 1;
-        Ok(StreamSlot {
-            visitor: Some(visitor.to_owned()),
-            ..slot
-        })
+        // The same slot, now the visitor's too: a new one built from it would have dropped the
+        // first, giving the proxy's share back while the stream still holds it.
+        slot.visitor = Some(visitor.to_owned());
+        Ok(slot)
     }
 }
 
@@ -217,4 +217,37 @@ async fn end(session: &mut Session) -> pingora::Result<()> {
         session.set_keepalive(None);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_visitors_stream_holds_its_share_of_the_proxys_budget_until_it_ends() {
+        let budget = StreamBudget::new(1);
+        let first = budget.take(Some("a")).unwrap();
+        assert_eq!(budget.open(), 1);
+        assert_eq!(budget.take(Some("b")).err(), Some(Refused::Proxy));
+        assert_eq!(budget.take(None).err(), Some(Refused::Proxy));
+        drop(first);
+        assert_eq!(budget.open(), 0);
+        let second = budget.take(Some("b")).unwrap();
+        assert_eq!(budget.open(), 1);
+        drop(second);
+        assert_eq!(budget.open(), 0);
+    }
+
+    #[test]
+    fn a_visitor_holds_at_most_its_share_of_streams() {
+        let budget = StreamBudget::new(100);
+        let held: Vec<_> = (0..STREAMS_PER_VISITOR)
+            .map(|_| budget.take(Some("a")).unwrap())
+            .collect();
+        assert_eq!(budget.take(Some("a")).err(), Some(Refused::Visitor));
+        assert_eq!(budget.open(), STREAMS_PER_VISITOR);
+        drop(held);
+        assert_eq!(budget.open(), 0);
+        assert!(budget.take(Some("a")).is_ok());
+    }
 }
