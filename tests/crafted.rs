@@ -451,3 +451,40 @@ async fn other_sites_the_proxy_fronts_are_listed_and_forwarded_as_they_are() {
     .await;
     assert_eq!(other.status, 421);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_requests_are_answered_in_order_each_through_the_gate() {
+    let (proxy, pass) = full_room("", "", "").await;
+    let before = origin_targets(&proxy);
+    // Three requests in one write: a pass holder's, a newcomer's for a protected page (the
+    // room is full: it waits), the pass holder's again, which asks for the close.
+    let requests = format!(
+        "GET /cart HTTP/1.1\r\nHost: {HOST}\r\nCookie: waitroom={pass}\r\n\r\n\
+         GET /checkout HTTP/1.1\r\nHost: {HOST}\r\n\r\n\
+         GET /pay HTTP/1.1\r\nHost: {HOST}\r\nCookie: waitroom={pass}\r\nConnection: close\r\n\r\n"
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", proxy.port)).await.unwrap();
+    stream.write_all(requests.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer))
+        .await
+        .expect("all three are answered, then the connection closes")
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    let statuses: Vec<&str> = text
+        .match_indices("HTTP/1.1 ")
+        .map(|(i, _)| &text[i + 9..i + 12])
+        .collect();
+    assert_eq!(statuses, ["200", "200", "200"], "{text}");
+    let cart = text.find("origin:/cart").expect("the first answer");
+    let waiting = text.find("Test drop").expect("the waiting page second");
+    let pay = text.find("origin:/pay").expect("the third answer");
+    assert!(cart < waiting && waiting < pay, "in order: {text}");
+    let mut expected = before;
+    expected.extend(["/cart".to_owned(), "/pay".to_owned()]);
+    assert_eq!(
+        origin_targets(&proxy),
+        expected,
+        "the waiting visitor's request never reached the origin"
+    );
+}

@@ -92,9 +92,9 @@ function tomlSection(name, obj) {
 
 /**
  * Starts the stub shop and `$WAITROOM_BIN --config FILE` on free ports; resolves once both
- * listeners of the proxy accept. `room` and `page` override keys of those sections.
+ * listeners of the proxy accept. `listen`, `room` and `page` override keys of those sections.
  */
-async function startRoom({ room = {}, page = {} } = {}) {
+async function startRoom({ listen: listenKeys = {}, room = {}, page = {} } = {}) {
   if (!fs.existsSync(BIN)) {
     throw new Error(`no proxy binary at ${BIN}: build it (cargo build) or set WAITROOM_BIN`);
   }
@@ -104,7 +104,7 @@ async function startRoom({ room = {}, page = {} } = {}) {
   const configFile = path.join(dir, 'room.toml');
   const logFile = path.join(dir, 'proxy.log');
   const text = [
-    tomlSection('listen', { address: `127.0.0.1:${listen}`, threads: 2 }),
+    tomlSection('listen', { address: `127.0.0.1:${listen}`, threads: 2, ...listenKeys }),
     tomlSection('origin', {
       address: shop.address,
       connect_timeout: '1s',

@@ -1,6 +1,7 @@
 'use strict';
 // (a) The waiting page follows the line by itself and brings the visitor in without any reload
-//     by the test. (c) Two tabs of one browser share one place.
+//     by the test. (c) Two tabs of one browser share one place. (d) A page refused an event
+//     stream (listen.max_event_streams) polls instead and still follows the line.
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
@@ -157,4 +158,56 @@ test('(c) two tabs share one place in line', async (t) => {
     const s = await room.state();
     return s.occupancy === 1 && s.queue_length === 0;
   });
+});
+
+test('(d) beyond listen.max_event_streams a page polls at the refresh interval and still follows the line', async (t) => {
+  const room = await roomFor(t, {
+    listen: { max_event_streams: 1 },
+    room: { refresh_interval: '2s' },
+  });
+  await takeTheOnlyPlace(room);
+  const first = room.visitor();
+  await first.get('/product/7');
+  const pathOf = (r) => new URL(r.url()).pathname;
+
+  // The first page takes the proxy's only event stream.
+  const streaming = await newContext(t, browser());
+  const pageA = await streaming.newPage();
+  const streamA = pageA.waitForResponse((r) => pathOf(r) === '/__waitroom/events');
+  await pageA.goto(`${room.base}/product/42`);
+  assert.equal((await streamA).status(), 200);
+  assert.equal(await shownNumber(pageA), '2');
+
+  // The second page is refused one, and without the Refresh header only its polling can move it.
+  const polling = await newContext(t, browser());
+  await polling.route('**/product/43', async (route) => {
+    const response = await route.fetch();
+    const headers = { ...response.headers() };
+    delete headers.refresh;
+    await route.fulfill({ response, headers });
+  });
+  const pageB = await polling.newPage();
+  const requests = [];
+  pageB.on('request', (r) => requests.push(pathOf(r)));
+  const streamB = pageB.waitForResponse((r) => pathOf(r) === '/__waitroom/events');
+  await pageB.goto(`${room.base}/product/43`);
+  const refused = await streamB;
+  assert.equal(refused.status(), 503);
+  assert.equal(refused.headers()['retry-after'], '2');
+  assert.equal(await shownNumber(pageB), '3');
+  await pageB.evaluate(() => {
+    window.__sameDocument = 'yes';
+  });
+
+  // Someone ahead leaves: both pages move, the streamed one and the polling one.
+  await first.leave();
+  await numberIs(pageA, 1, 8000);
+  await numberIs(pageB, 2, 8000);
+  assert.equal(await pageB.evaluate(() => window.__sameDocument), 'yes', 'the page was reloaded');
+  assert.ok(requests.includes('/__waitroom/status'), requests.join(' '));
+  assert.equal(
+    requests.filter((p) => p === '/__waitroom/events').length,
+    1,
+    `one refused stream, then polls: ${requests.join(' ')}`,
+  );
 });

@@ -66,7 +66,7 @@ impl StreamBudget {
         if taken.is_err() {
             return Err(Refused::Proxy);
         }
-        let slot = StreamSlot {
+        let mut slot = StreamSlot {
             budget: self,
             visitor: None,
         };
@@ -80,10 +80,10 @@ impl StreamBudget {
             return Err(Refused::Visitor);
         }
         *held += 1;
-        Ok(StreamSlot {
-            visitor: Some(visitor.to_owned()),
-            ..slot
-        })
+        // The same slot, now the visitor's too: a new one built from it would have dropped the
+        // first, giving the proxy's share back while the stream still holds it.
+        slot.visitor = Some(visitor.to_owned());
+        Ok(slot)
     }
 }
 
@@ -163,9 +163,21 @@ pub async fn serve(
         }
         // Sleep until something may have changed; heartbeats only keep the line open.
         loop {
-            tokio::select! {
-                changed = beats.changed() => if changed.is_err() { return end(session).await },
-                _ = tokio::time::sleep_until(ends) => return end(session).await,
+            let woke = tokio::select! {
+                changed = beats.changed() => if changed.is_ok() { Woke::Beat } else { Woke::End },
+                _ = tokio::time::sleep_until(ends) => Woke::End,
+                // A page that went away closed its connection: its descriptor is given back
+                // now, not at the next heartbeat's failed write (a crowd leaving at once would
+                // otherwise hold the open-file limit for that long).
+                _ = session.read_body_or_idle(true) => Woke::Gone,
+            };
+            match woke {
+                Woke::Beat => {}
+                Woke::End => return end(session).await,
+                Woke::Gone => {
+                    session.set_keepalive(None);
+                    return Ok(());
+                }
             }
             let beat = *beats.borrow_and_update();
             if beat.heartbeats != seen.heartbeats {
@@ -185,6 +197,13 @@ pub async fn serve(
     end(session).await
 }
 
+/// What a sleeping stream woke for.
+enum Woke {
+    Beat,
+    End,
+    Gone,
+}
+
 async fn write(session: &mut Session, event: String) -> bool {
     session
         .write_response_body(Some(Bytes::from(event)), false)
@@ -198,4 +217,37 @@ async fn end(session: &mut Session) -> pingora::Result<()> {
         session.set_keepalive(None);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_visitors_stream_holds_its_share_of_the_proxys_budget_until_it_ends() {
+        let budget = StreamBudget::new(1);
+        let first = budget.take(Some("a")).unwrap();
+        assert_eq!(budget.open(), 1);
+        assert_eq!(budget.take(Some("b")).err(), Some(Refused::Proxy));
+        assert_eq!(budget.take(None).err(), Some(Refused::Proxy));
+        drop(first);
+        assert_eq!(budget.open(), 0);
+        let second = budget.take(Some("b")).unwrap();
+        assert_eq!(budget.open(), 1);
+        drop(second);
+        assert_eq!(budget.open(), 0);
+    }
+
+    #[test]
+    fn a_visitor_holds_at_most_its_share_of_streams() {
+        let budget = StreamBudget::new(100);
+        let held: Vec<_> = (0..STREAMS_PER_VISITOR)
+            .map(|_| budget.take(Some("a")).unwrap())
+            .collect();
+        assert_eq!(budget.take(Some("a")).err(), Some(Refused::Visitor));
+        assert_eq!(budget.open(), STREAMS_PER_VISITOR);
+        drop(held);
+        assert_eq!(budget.open(), 0);
+        assert!(budget.take(Some("a")).is_ok());
+    }
 }

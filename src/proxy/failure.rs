@@ -33,7 +33,7 @@ pub(super) async fn answer(
             "Please try again in a moment.",
         ),
         _ if e.esource() == &ErrorSource::Upstream => (502, "connect", NOT_ANSWERING, KEPT),
-        ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed => {
+        _ if super::visitor_went_away(e) => {
             // The visitor went away: nobody to answer.
             return FailToProxy {
                 error_code: 0,

@@ -2,12 +2,17 @@
 //! forwards exactly what the gate decided on, adds the pass cookie to the origin's answer,
 //! carries out the origin's revoke command and answers for a failed origin.
 //!
-//! Hooks, in the order Pingora runs them for one request: `request_filter` (every request:
-//! decide, answer or let through) → `upstream_peer` (forwarded only) → `upstream_request_filter`
+//! Hooks, in the order Pingora runs them for one request: `early_request_filter` (the
+//! connection's settings: keep-alive, pipelining; its head is read) → `request_filter` (every
+//! request: decide, answer or let through) → `upstream_peer` (forwarded only) → `upstream_request_filter`
 //! (the canonical target and Host, X-Forwarded-*) → `response_filter` (the origin's header:
 //! cookies, the revoke command) → `logging` (once, after the response or the failure).
 //! `fail_to_proxy` runs instead of the response when the origin failed.
+//!
+//! Connections are accepted by the front door (`connections`), which counts them and closes
+//! slow heads and, when full, idle keep-alive connections.
 
+mod connections;
 mod events;
 mod failure;
 mod forward;
@@ -19,10 +24,11 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use pingora::prelude::HttpPeer;
-use pingora_core::Error;
+use pingora_core::{Error, ErrorSource, ErrorType};
 use pingora_http::{RequestHeader, ResponseHeader};
 use pingora_proxy::{FailToProxy, ProxyHttp, Session};
 
+pub use connections::{ConnectionLimits, ConnectionStats, Connections, FrontDoor};
 pub use events::{STREAMS_PER_VISITOR, StreamBudget};
 
 use crate::config::model::OriginConfig;
@@ -61,6 +67,8 @@ pub struct WaitroomProxy {
     /// The listener speaks TLS: what `X-Forwarded-Proto` says.
     tls: bool,
     streams: StreamBudget,
+    /// `listen.keepalive_timeout` in whole seconds (Pingora's unit), at least 1.
+    keepalive_secs: u64,
 }
 
 /// The decision of a request the gate never saw: the proxy's own paths, or refused requests.
@@ -94,6 +102,8 @@ pub struct ProxySettings {
     pub trusted_proxies: Vec<Cidr>,
     pub tls: bool,
     pub max_event_streams: usize,
+    /// How long an idle keep-alive connection is kept (`listen.keepalive_timeout`).
+    pub keepalive_timeout: std::time::Duration,
 }
 
 impl WaitroomProxy {
@@ -107,6 +117,7 @@ impl WaitroomProxy {
             trusted_proxies: settings.trusted_proxies,
             tls: settings.tls,
             streams: StreamBudget::new(settings.max_event_streams),
+            keepalive_secs: whole_seconds(settings.keepalive_timeout),
         }
     }
 
@@ -161,6 +172,21 @@ impl WaitroomProxy {
             None => None,
         }
     }
+}
+
+/// Pingora counts keep-alive in whole seconds, and 0 would mean for ever: a part second is
+/// rounded up, never down.
+fn whole_seconds(d: std::time::Duration) -> u64 {
+    (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1)
+}
+
+/// A visitor who closed the page or the connection: nobody to answer, and not an error.
+pub(super) fn visitor_went_away(e: &Error) -> bool {
+    e.esource() != &ErrorSource::Upstream
+        && matches!(
+            e.etype(),
+            ErrorType::ReadError | ErrorType::WriteError | ErrorType::ConnectionClosed
+        )
 }
 
 fn oversized(req: &RequestHeader) -> bool {
@@ -238,6 +264,28 @@ impl ProxyHttp for WaitroomProxy {
             origin_started: None,
             origin_status: None,
         }
+    }
+
+    /// Runs first, as soon as the head is read: the connection's settings.
+    async fn early_request_filter(
+        &self,
+        session: &mut Session,
+        _ctx: &mut Self::CTX,
+    ) -> pingora::Result<()>
+    where
+        Self::CTX: Send + Sync,
+    {
+        connections::head_read(session);
+        // Requests a client sends before reading the answers are answered one after the other,
+        // each through the gate like the first (RFC 9112 9.3.2). Without this, Pingora answers
+        // the first and closes the connection on the rest.
+        session.set_pipelining_enabled(true);
+        // Pingora keeps an HTTP/1.1 connection for ever unless told; a client that asked for a
+        // close (or HTTP/1.0 without keep-alive) is left as it asked.
+        if session.get_keepalive().is_some() {
+            session.set_keepalive(Some(self.keepalive_secs));
+        }
+        Ok(())
     }
 
     /// Runs first for every request: refuses what cannot be read one way only, answers reserved
@@ -376,12 +424,23 @@ impl ProxyHttp for WaitroomProxy {
         failure::answer(self, session, e, ctx).await
     }
 
+    /// Runs when a request failed, to ask whether Pingora should log it at ERROR: not when the
+    /// visitor closed the page or the connection (a crowd closing its tabs would flood the log).
+    fn suppress_error_log(&self, _session: &Session, _ctx: &Self::CTX, error: &Error) -> bool {
+        let gone = visitor_went_away(error);
+        if gone {
+            log::debug!("the visitor went away: {error}");
+        }
+        gone
+    }
+
     /// Runs once per request, after the response went out or the request failed: the access
     /// line, with the gate's decision.
     async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Self::CTX)
     where
         Self::CTX: Send + Sync,
     {
+        connections::request_done(session);
         if !self.access_log {
             return;
         }

@@ -32,6 +32,12 @@ impl OpenFiles {
     pub fn connections(&self) -> u64 {
         self.soft.saturating_sub(Self::RESERVE) / 2
     }
+
+    /// The open-file limit `connections` visitor connections need: the inverse of
+    /// [`Self::connections`].
+    pub fn needed_for(connections: u64) -> u64 {
+        connections.saturating_mul(2).saturating_add(Self::RESERVE)
+    }
 }
 
 #[cfg(test)]
@@ -52,5 +58,6 @@ mod tests {
         };
         assert_eq!(limits.connections(), 384);
         assert_eq!(OpenFiles { soft: 10, hard: 10 }.connections(), 0);
+        assert_eq!(OpenFiles::needed_for(384), 1024);
     }
 }

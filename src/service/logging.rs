@@ -25,8 +25,48 @@ pub fn init(format: LogFormat) {
         };
         writeln!(buf, "{line}")
     });
-    if builder.try_init().is_err() {
-        log::debug!("a logger was already installed; keeping it");
+    let logger = builder.build();
+    let max_level = logger.filter();
+    match log::set_boxed_logger(Box::new(Quieted(logger))) {
+        Ok(()) => log::set_max_level(max_level),
+        Err(_) => log::debug!("a logger was already installed; keeping it"),
+    }
+}
+
+/// The logger, with one correction: Pingora writes at ERROR, and offers no hook to quiet it, a
+/// visitor whose connection closed or timed out in the middle of a request head (a closed tab,
+/// a slow client cut off by `listen.header_timeout`). That is not an error of the proxy, and a
+/// crowd or an attack would flood the log: such lines are written at DEBUG.
+struct Quieted(env_logger::Logger);
+
+/// What Pingora's line says when the head was cut short (`pingora_proxy`, "Fail to proxy:
+/// Downstream ... while reading request headers").
+const HEAD_CUT_SHORT: &str = "while reading request headers";
+
+fn head_cut_short(record: &log::Record) -> bool {
+    record.level() == log::Level::Error
+        && record.target().starts_with("pingora")
+        && record.args().to_string().contains(HEAD_CUT_SHORT)
+}
+
+impl log::Log for Quieted {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        self.0.enabled(metadata)
+    }
+
+    fn log(&self, record: &log::Record) {
+        if head_cut_short(record) {
+            let quiet = record.to_builder().level(log::Level::Debug).build();
+            if self.0.matches(&quiet) {
+                self.0.log(&quiet);
+            }
+            return;
+        }
+        self.0.log(record);
+    }
+
+    fn flush(&self) {
+        self.0.flush();
     }
 }
 
@@ -116,6 +156,27 @@ mod tests {
             .key_values(&kvs)
             .build();
         f(&record)
+    }
+
+    fn pingora_error_cut_short(text: &str) -> bool {
+        head_cut_short(
+            &log::Record::builder()
+                .level(log::Level::Error)
+                .target("pingora_proxy")
+                .args(format_args!("{text}"))
+                .build(),
+        )
+    }
+
+    #[test]
+    fn a_head_cut_short_is_not_an_error_but_other_lines_are_kept() {
+        assert!(pingora_error_cut_short(&format!(
+            "Fail to proxy: Downstream ConnectionClosed context: {HEAD_CUT_SHORT}, bytes \
+             already read: 12"
+        )));
+        assert!(!pingora_error_cut_short(
+            "Fail to proxy: Upstream ConnectRefused"
+        ));
     }
 
     #[test]

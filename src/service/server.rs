@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use async_trait::async_trait;
+use pingora_core::apps::HttpServerOptions;
 use pingora_core::listeners::tls::TlsSettings;
 use pingora_core::server::configuration::{Opt, ServerConf};
 use pingora_core::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
@@ -18,13 +19,13 @@ use crate::clock::{SharedClock, SystemClock};
 use crate::config::Config;
 use crate::config::model::{Backend, Cap};
 use crate::gate::{Gate, GateParts};
-use crate::proxy::{Front, ProxySettings, WaitroomProxy};
+use crate::proxy::{ConnectionLimits, Connections, Front, FrontDoor, ProxySettings, WaitroomProxy};
 use crate::request::route::Routes;
 use crate::request::view::{Reserved, Sites};
 use crate::respond::Responder;
 use crate::respond::cookies::CookieJar;
 use crate::room::Room;
-use crate::service::admin::{AdminApp, AdminParts, RoomAdmin};
+use crate::service::admin::{AdminApp, AdminParts, ListenerState, RoomAdmin};
 use crate::service::admission::{AdmissionLoop, RoomLoop};
 use crate::service::demo_shop::DemoShop;
 use crate::service::lifecycle::{Signals, write_pid_file};
@@ -123,6 +124,37 @@ fn demo_origin_address(config: &Config) -> Result<Option<SocketAddr>, StartError
     })
 }
 
+/// Fewer derived connections than this is worth a warning: a crowd's open pages need more.
+const FEW_CONNECTIONS: u64 = 1000;
+
+/// Says at start when the open-file limit is below what `listen.max_connections` needs (each
+/// visitor connection may hold a second descriptor towards the origin), or leaves room for few
+/// connections, naming what to change.
+fn warn_if_short(open_files: &OpenFiles, configured: Cap, max_connections: u64) {
+    let raise =
+        "raise the limit (LimitNOFILE= in the systemd unit, --ulimit nofile in a container)";
+    if configured == Cap::FromFileLimit {
+        if max_connections < FEW_CONNECTIONS {
+            log::warn!(
+                "the open-file limit {} (hard {}) leaves room for only {max_connections} visitor \
+                 connections (listen.max_connections = 0 derives them from it): {raise}",
+                open_files.soft,
+                open_files.hard
+            );
+        }
+        return;
+    }
+    let needed = OpenFiles::needed_for(max_connections);
+    if open_files.soft < needed {
+        log::warn!(
+            "listen.max_connections = {max_connections} needs about {needed} open files, and the \
+             limit is {} (hard {}): {raise}, or lower listen.max_connections",
+            open_files.soft,
+            open_files.hard
+        );
+    }
+}
+
 /// The running parts a caller may want to look at (tests, main).
 pub struct Parts {
     /// Each room's store, in the config's order.
@@ -130,6 +162,8 @@ pub struct Parts {
     pub admission: Arc<AdmissionLoop>,
     pub reloader: Arc<Reloader>,
     pub open_files: OpenFiles,
+    /// The public listener's connections.
+    pub connections: Arc<Connections>,
 }
 
 /// The runtime the store's connections live on: kept for as long as the server runs.
@@ -331,13 +365,30 @@ pub fn build(
 
     let reloader = Arc::new(Reloader::new(config.clone(), admission.clone()));
 
-    let max_event_streams = match config.connections.max_event_streams {
+    let listener = config.connections;
+    let max_event_streams = match listener.max_event_streams {
         Cap::At(n) => n.get(),
         Cap::FromFileLimit => open_files.connections(),
     };
     let max_event_streams = usize::try_from(max_event_streams).unwrap_or(usize::MAX);
+    let max_connections = match listener.max_connections {
+        Cap::At(n) => n.get(),
+        Cap::FromFileLimit => open_files.connections(),
+    };
+    warn_if_short(&open_files, listener.max_connections, max_connections);
+    let connections = Arc::new(Connections::new(ConnectionLimits {
+        max: usize::try_from(max_connections).unwrap_or(usize::MAX),
+        per_ip: listener
+            .max_connections_per_ip
+            .map(|n| usize::try_from(n.get()).unwrap_or(usize::MAX)),
+        header_timeout: listener.header_timeout,
+    }));
+    log::info!(
+        "connections: at most {max_connections} (listen.max_connections), \
+         {max_event_streams} event streams (listen.max_event_streams)"
+    );
     let routes = Routes::new(config.rooms.iter().map(|r| r.route.clone()));
-    let mut proxy = pingora_proxy::http_proxy_service_with_name(
+    let mut proxy = pingora_proxy::http_proxy(
         &server.configuration,
         WaitroomProxy::new(
             fronts,
@@ -352,9 +403,18 @@ pub fn build(
                 trusted_proxies: config.trusted_proxies.clone(),
                 tls: config.tls.is_some(),
                 max_event_streams,
+                keepalive_timeout: listener.keepalive_timeout,
             },
         ),
-        "waitroom proxy",
+    );
+    // HTTP/1.1 keep-alive is set per request (`WaitroomProxy::early_request_filter`); an HTTP/2
+    // connection's idle time is Pingora's.
+    let mut server_options = HttpServerOptions::default();
+    server_options.h2_idle_timeout = Some(listener.keepalive_timeout);
+    proxy.server_options = Some(server_options);
+    let mut proxy = Service::new(
+        "waitroom proxy".to_owned(),
+        FrontDoor::new(proxy, connections.clone()),
     );
     let listen = config.listen.to_string();
     match &config.tls {
@@ -382,6 +442,11 @@ pub fn build(
                 token: config.admin_token.clone(),
                 ready_requires_store: config.admin_ready_requires_store,
                 metrics,
+                listener: Arc::new(ListenerState {
+                    open_files,
+                    connections: connections.clone(),
+                    max_event_streams,
+                }),
             },
         ),
     );
@@ -414,6 +479,7 @@ pub fn build(
             admission,
             reloader,
             open_files,
+            connections,
         },
         store_runtime,
     ))

@@ -14,8 +14,34 @@ pub struct Proc {
 impl Proc {
     /// Starts `waitroom-proxy --config <config> <args>` with `env` added to the environment.
     pub fn start(config: &Path, args: &[&str], env: &[(&str, &str)], log: &Path) -> Self {
+        Self::spawn(
+            Command::new(env!("CARGO_BIN_EXE_waitroom-proxy")),
+            config,
+            args,
+            env,
+            log,
+        )
+    }
+
+    /// Starts `waitroom-proxy --config <config>` with an open-file limit of `open_files` (soft
+    /// and hard), through util-linux's `prlimit`.
+    pub fn start_with_open_files(config: &Path, open_files: u64, log: &Path) -> Self {
+        let mut command = Command::new("prlimit");
+        command
+            .arg(format!("--nofile={open_files}:{open_files}"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_waitroom-proxy"));
+        Self::spawn(command, config, &[], &[], log)
+    }
+
+    fn spawn(
+        mut command: Command,
+        config: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        log: &Path,
+    ) -> Self {
         let stderr = std::fs::File::create(log).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"));
         command
             .arg("--config")
             .arg(config)

@@ -32,10 +32,12 @@ pub struct ListenConfig {
     /// An idle keep-alive connection is closed after this long (at most [`MAX_KEEPALIVE`]; 75 s
     /// or less is advised, nginx's default, as a connection idle longer is rarely used again).
     pub keepalive_timeout: Duration,
-    /// A request's head must arrive within this long of its first byte, or the connection gets
-    /// 408 and is closed: a head sent a byte at a time would otherwise hold it forever.
+    /// A request's head must arrive within this long of the connection's opening (its first
+    /// request) or of its first byte (later requests), or the connection gets 408 and is closed:
+    /// a head sent a byte at a time would otherwise hold it forever.
     pub header_timeout: Duration,
-    /// Open visitor connections at most.
+    /// Open visitor connections at most; beyond it the connection idle longest is closed for a
+    /// newcomer, or the newcomer gets 503.
     pub max_connections: Cap,
     /// Open connections per client address at most; `None`: no limit, the default, as a
     /// carrier's NAT puts thousands of visitors behind one address.

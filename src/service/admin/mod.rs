@@ -13,8 +13,10 @@ use subtle::ConstantTimeEq;
 
 pub use room::RoomAdmin;
 
+use crate::proxy::Connections;
 use crate::respond::reply::Reply;
 use crate::service::admission::AdmissionLoop;
+use crate::service::limits::OpenFiles;
 use crate::service::metrics::MetricsRegistry;
 use crate::service::reload::{ReloadError, Reloaded, Reloader};
 
@@ -29,6 +31,25 @@ pub struct AdminApp {
     token: String,
     /// `[admin] ready_requires_store`: /readyz fails while a store is unreachable.
     ready_requires_store: bool,
+    listener: Arc<ListenerState>,
+}
+
+/// The public listener as each room's state shows it: the open-file limit it lives within and
+/// its connections.
+pub struct ListenerState {
+    pub open_files: OpenFiles,
+    pub connections: Arc<Connections>,
+    pub max_event_streams: usize,
+}
+
+impl ListenerState {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "open_files": self.open_files,
+            "connections": self.connections.stats(),
+            "max_event_streams": self.max_event_streams,
+        })
+    }
 }
 
 /// What the admin API is given besides the rooms.
@@ -38,6 +59,7 @@ pub struct AdminParts {
     pub token: String,
     pub ready_requires_store: bool,
     pub metrics: Arc<MetricsRegistry>,
+    pub listener: Arc<ListenerState>,
 }
 
 fn error(status: u16, message: impl Into<String>) -> Reply {
@@ -88,6 +110,7 @@ impl AdminApp {
             reloader: parts.reloader,
             token: parts.token,
             ready_requires_store: parts.ready_requires_store,
+            listener: parts.listener,
         }
     }
 
@@ -155,7 +178,7 @@ impl AdminApp {
     async fn rooms(&self) -> Reply {
         let mut rooms = Vec::with_capacity(self.rooms.len());
         for room in &self.rooms {
-            let state = room.state(&self.admission).await;
+            let state = room.state(&self.admission, &self.listener).await;
             rooms.push(
                 serde_json::from_slice::<serde_json::Value>(&state.body).unwrap_or_else(
                     |_| serde_json::json!({ "room": room.id(), "error": "no state" }),
@@ -203,16 +226,30 @@ impl AdminApp {
             let (id, rest) = in_room.split_once('/').unwrap_or((in_room, ""));
             return match self.rooms.iter().find(|r| r.id() == id) {
                 Some(room) => {
-                    room.route(session, method, rest, &self.admission, &self.reloader)
-                        .await
+                    room.route(
+                        session,
+                        method,
+                        rest,
+                        &self.admission,
+                        &self.reloader,
+                        &self.listener,
+                    )
+                    .await
                 }
                 None => error(404, format!("no room {id:?}")),
             };
         }
         match self.rooms.as_slice() {
             [room] => {
-                room.route(session, method, rest, &self.admission, &self.reloader)
-                    .await
+                room.route(
+                    session,
+                    method,
+                    rest,
+                    &self.admission,
+                    &self.reloader,
+                    &self.listener,
+                )
+                .await
             }
             _ => error(
                 404,

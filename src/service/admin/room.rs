@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pingora_core::protocols::http::ServerSession;
 use serde::Deserialize;
 
-use super::{error, read_body, read_json, reloaded};
+use super::{ListenerState, error, read_body, read_json, reloaded};
 use crate::config::RoomSettings;
 use crate::config::file::EventSection;
 use crate::config::model::merge_patch;
@@ -75,6 +75,7 @@ impl RoomAdmin {
         rest: &str,
         admission: &AdmissionLoop,
         reloader: &Reloader,
+        listener: &ListenerState,
     ) -> Reply {
         if let Some(name) = rest.strip_prefix("events/") {
             return match method {
@@ -84,7 +85,7 @@ impl RoomAdmin {
             };
         }
         match (method, rest) {
-            ("GET", "state") => self.state(admission).await,
+            ("GET", "state") => self.state(admission, listener).await,
             ("GET", "events") => self.events(),
             ("POST", "events") => self.change_events(session, EventChange::Add).await,
             // RFC 7396 merge patch; PUT kept for the clients written before PATCH.
@@ -96,7 +97,7 @@ impl RoomAdmin {
         }
     }
 
-    pub async fn state(&self, admission: &AdmissionLoop) -> Reply {
+    pub async fn state(&self, admission: &AdmissionLoop, listener: &ListenerState) -> Reply {
         let settings = self.settings.now();
         let counts = self.store.counts().await;
         self.health.note(&counts);
@@ -131,6 +132,7 @@ impl RoomAdmin {
                     "is_leader": admission.is_leader(),
                     "store_ok": self.health.is_up(),
                     "settings_version": self.room_loop.settings_version(),
+                    "listener": listener.json(),
                 }),
             ),
             Err(e) => error(503, format!("store unavailable: {e}")),
