@@ -12,14 +12,16 @@ use super::*;
 use crate::clock::ManualClock;
 use crate::config::Config;
 use crate::config::model::Environment;
+use crate::core::autopilot::Signal;
 use crate::core::ip_limit::IpClaim;
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 use crate::request::view::{Canonical, Head, Sites};
 use crate::room::Room;
 use crate::service::admission::{AdmissionLoop, RoomLoop};
 use crate::store::memory::MemoryStore;
-use crate::core::autopilot::Signal;
-use crate::store::{AutopilotRecord, AutopilotState, Joined, SavedSettings, StoreResult, TicketPlace};
+use crate::store::{
+    AutopilotRecord, AutopilotState, Joined, SavedSettings, StoreResult, TicketPlace,
+};
 use crate::token::Signer;
 
 struct NoEnvironment;

@@ -52,11 +52,7 @@ impl Room {
             settings.new_users_per_minute,
             settings.burst,
         );
-        let pilot = Arc::new(Pilot::new(
-            AutopilotConfig::default(),
-            clock.clone(),
-            off,
-        ));
+        let pilot = Arc::new(Pilot::new(AutopilotConfig::default(), clock.clone(), off));
         Self {
             pilot,
             id: id.to_owned(),

@@ -174,7 +174,10 @@ mod tests {
         config.settings.window = Duration::from_secs(5);
         p.reconfigure(config);
         clock.advance(Duration::from_secs(5));
-        assert!(p.take_finished().is_empty(), "the old window's exchange was dropped");
+        assert!(
+            p.take_finished().is_empty(),
+            "the old window's exchange was dropped"
+        );
     }
 
     #[test]
