@@ -120,7 +120,10 @@ async fn a_slow_origin_lowers_the_limit_pause_holds_it_and_an_operator_change_re
     let state = proxy.state().await;
     assert_eq!(state["total_active_users"], 20);
     let metrics = proxy.metrics().await;
-    assert!(metric(&metrics, "waitroom_origin_inflight").is_some(), "{metrics}");
+    assert!(
+        metric(&metrics, "waitroom_origin_inflight").is_some(),
+        "{metrics}"
+    );
 
     // 30 visitors for 20 places: the room is full, 10 wait, and the origin is slow.
     let crowd = Crowd::start(std::slice::from_ref(&proxy.base), 30);
@@ -134,15 +137,18 @@ async fn a_slow_origin_lowers_the_limit_pause_holds_it_and_an_operator_change_re
     assert!(reason.starts_with("breach: p95"), "{reason}");
     assert!(lowered["autopilot"]["changed_at"].is_string(), "{lowered}");
     assert_eq!(lowered["total_active_users"], 20, "the room's own limit");
-    let rate = lowered["autopilot"]["new_users_per_minute"].as_u64().unwrap();
-    assert_eq!(rate, 60000 * lowered_to / 20, "the rate keeps the operator's ratio");
+    let rate = lowered["autopilot"]["new_users_per_minute"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(
+        rate,
+        60000 * lowered_to / 20,
+        "the rate keeps the operator's ratio"
+    );
 
     // Lowering evicts nobody: those inside stay (10-minute passes) above the new limit.
     let state = proxy.state().await;
-    assert!(
-        state["occupancy"].as_u64().unwrap() > lowered_to,
-        "{state}"
-    );
+    assert!(state["occupancy"].as_u64().unwrap() > lowered_to, "{state}");
     let metrics = until("the metrics show the limit in force", || async {
         let text = proxy.metrics().await;
         let shown = metric(&text, "waitroom_autopilot_total_active_users")?;
@@ -176,10 +182,13 @@ async fn a_slow_origin_lowers_the_limit_pause_holds_it_and_an_operator_change_re
     )
     .await;
     assert_eq!(patched, 200);
-    let reset = until("the operator's change is the new starting point", || async {
-        let state = proxy.state().await;
-        (limit(&state) == 35).then_some(state)
-    })
+    let reset = until(
+        "the operator's change is the new starting point",
+        || async {
+            let state = proxy.state().await;
+            (limit(&state) == 35).then_some(state)
+        },
+    )
     .await;
     let reason = reset["autopilot"]["reason"].as_str().unwrap();
     assert!(reason.contains("the operator changed"), "{reason}");
@@ -208,10 +217,13 @@ async fn a_slow_origin_lowers_the_limit_pause_holds_it_and_an_operator_change_re
     )
     .await;
     assert_eq!(resumed, 200);
-    until("the autopilot lowers the limit again once resumed", || async {
-        let state = proxy.state().await;
-        (state["autopilot"]["paused"] == false && limit(&state) < 35).then_some(())
-    })
+    until(
+        "the autopilot lowers the limit again once resumed",
+        || async {
+            let state = proxy.state().await;
+            (state["autopilot"]["paused"] == false && limit(&state) < 35).then_some(())
+        },
+    )
     .await;
     crowd.stop().await;
 }
@@ -241,7 +253,11 @@ async fn the_pause_switch_is_refused_where_the_autopilot_is_off_and_state_says_o
     })
     .await;
     assert_eq!(state["autopilot"]["enabled"], false);
-    assert_eq!(limit(&state), 20, "the room's own limit is the one in force");
+    assert_eq!(
+        limit(&state),
+        20,
+        "the room's own limit is the one in force"
+    );
     let metrics = proxy.metrics().await;
     assert_eq!(
         metric(&metrics, "waitroom_autopilot_total_active_users"),
@@ -287,10 +303,7 @@ async fn on_redis_only_the_leader_decides_and_both_proxies_apply_its_limits() {
     let (a, b) = agreed;
     // One decides, the leader; the other follows the store.
     for state in [&a, &b] {
-        assert_eq!(
-            state["autopilot"]["decides"], state["is_leader"],
-            "{state}"
-        );
+        assert_eq!(state["autopilot"]["decides"], state["is_leader"], "{state}");
     }
     assert_ne!(a["is_leader"], b["is_leader"], "one leader: {a} {b}");
     let follower = if a["is_leader"] == true { &b } else { &a };

@@ -195,11 +195,7 @@ impl RoomPilotLoop {
             }
             self.settings.steer(None);
             self.pilot.set_status(
-                Status::disabled(
-                    own.total_active_users,
-                    own.new_users_per_minute,
-                    own.burst,
-                ),
+                Status::disabled(own.total_active_users, own.new_users_per_minute, own.burst),
                 false,
             );
             return;
@@ -383,8 +379,7 @@ fn following(record: Option<&AutopilotRecord>, paused: bool, own: Setpoint) -> S
             total_active_users: own.total_active_users,
             new_users_per_minute: own.new_users_per_minute,
             burst: own.burst,
-            reason: "no decision of the leader for these limits yet: the room's own apply"
-                .into(),
+            reason: "no decision of the leader for these limits yet: the room's own apply".into(),
             changed_at: None,
             last_step: "the leader decides: this instance applies its limits".into(),
             phase: "following",
@@ -555,7 +550,11 @@ mod tests {
         assert_eq!(room.settings.now().total_active_users, 30, "the new start");
         assert_eq!(room.settings.now().new_users_per_minute, 600);
         window(&room, &pilot, &clock, 500).await;
-        assert_eq!(room.settings.now().total_active_users, 30, "held while paused");
+        assert_eq!(
+            room.settings.now().total_active_users,
+            30,
+            "held while paused"
+        );
         assert!(room.pilot.status().0.paused);
 
         // The follower's own limits are still 20: the record (started from 30) is not for them.
