@@ -5,6 +5,7 @@ use pingora_core::{Error, ErrorSource, ErrorType};
 use pingora_proxy::{FailToProxy, Session};
 
 use super::{RequestCtx, WaitroomProxy};
+use crate::core::autopilot::Outcome as Exchange;
 
 const NOT_ANSWERING: &str = "The shop is not answering right now";
 const KEPT: &str = "Please try again in a moment: your place or your pass is kept.";
@@ -13,8 +14,9 @@ pub(super) async fn answer(
     proxy: &WaitroomProxy,
     session: &mut Session,
     e: &Error,
-    ctx: &RequestCtx,
+    ctx: &mut RequestCtx,
 ) -> FailToProxy {
+    ctx.in_flight = None;
     let (code, kind, heading, message) = match e.etype() {
         ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => (
             504,
@@ -47,6 +49,15 @@ pub(super) async fn answer(
             "The request could not be understood.",
         ),
     };
+    if code >= 500 {
+        // The autopilot counts the origin's failures as errors: a timeout with the time waited.
+        let waited = ctx.origin_started.map(|started| started.elapsed());
+        let exchange = match (kind, waited) {
+            ("timeout", Some(after)) => Exchange::Timeout { after },
+            _ => Exchange::Failed,
+        };
+        proxy.record_exchange(ctx, exchange);
+    }
     let room = proxy.origin_room(ctx);
     if code >= 500
         && let Some(room) = room

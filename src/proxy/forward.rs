@@ -5,6 +5,7 @@
 use pingora_http::{RequestHeader, ResponseHeader};
 use pingora_proxy::Session;
 
+use crate::core::autopilot::Outcome as Exchange;
 use crate::request::client::forwarded_for;
 
 use super::{Front, RequestCtx, WaitroomProxy};
@@ -65,14 +66,17 @@ pub(super) async fn answer(
 ) -> pingora::Result<()> {
     let status = response.status.as_u16();
     ctx.origin_status = Some(status);
+    // The response header is here: no longer in flight at the origin.
+    ctx.in_flight = None;
+    let latency = ctx.origin_started.map(|started| started.elapsed());
     if let Some(front) = proxy.origin_room(ctx) {
         front.metrics.origin_response(status);
-        if let Some(started) = ctx.origin_started {
-            front
-                .metrics
-                .origin_seconds
-                .observe(started.elapsed().as_secs_f64());
+        if let Some(latency) = latency {
+            front.metrics.origin_seconds.observe(latency.as_secs_f64());
         }
+    }
+    if let Some(latency) = latency {
+        proxy.record_exchange(ctx, Exchange::Response { status, latency });
     }
     let mut cookies: Vec<String> = ctx.set_cookie.take().into_iter().collect();
     if revoke_command(response) {

@@ -32,6 +32,7 @@ pub use connections::{ConnectionLimits, ConnectionStats, Connections, FrontDoor}
 pub use events::{STREAMS_PER_VISITOR, StreamBudget};
 
 use crate::config::model::OriginConfig;
+use crate::core::autopilot::Outcome as Exchange;
 use crate::gate::{Decision, Gate, Outcome};
 use crate::request::canonical::Authority;
 use crate::request::client::{Cidr, client_ip};
@@ -39,7 +40,7 @@ use crate::request::route::Routes;
 use crate::request::view::{Canonical, Head, Request, Sites};
 use crate::respond::Responder;
 use crate::respond::reply::Reply;
-use crate::room::Pulse;
+use crate::room::{Pilot, Pulse};
 use crate::service::logging::ACCESS;
 use crate::service::metrics::Metrics;
 
@@ -54,6 +55,8 @@ pub struct Front {
     pub responder: Arc<Responder>,
     pub pulse: Arc<Pulse>,
     pub metrics: Arc<Metrics>,
+    /// The room's autopilot: records the origin exchanges of admitted requests.
+    pub pilot: Arc<Pilot>,
 }
 
 pub struct WaitroomProxy {
@@ -92,6 +95,35 @@ pub struct RequestCtx {
     room: Option<usize>,
     origin_started: Option<Instant>,
     origin_status: Option<u16>,
+    /// An admitted request the autopilot watches (its room's autopilot is on and the path is
+    /// not excluded): its origin exchange is recorded once, then this goes back to false.
+    watched: bool,
+    /// Counted in `waitroom_origin_inflight` from choosing the origin to its response header
+    /// (or the failure, or the end of the request, whichever comes first).
+    in_flight: Option<InFlight>,
+}
+
+/// One request in `waitroom_origin_inflight` until dropped: a guard, so that no path out of a
+/// request (a visitor gone mid-way, a retry choosing the origin again) leaves it counted.
+pub(crate) struct InFlight(prometheus::IntGauge);
+
+impl InFlight {
+    fn new(gauge: &prometheus::IntGauge) -> Self {
+        gauge.inc();
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InFlight")
+    }
 }
 
 pub struct ProxySettings {
@@ -160,6 +192,16 @@ impl WaitroomProxy {
             None => self
                 .routes
                 .room_for(canonical.host.as_ref().map(Authority::host), "/"),
+        }
+    }
+
+    /// The autopilot's record of an admitted request's exchange with the origin (once).
+    fn record_exchange(&self, ctx: &mut RequestCtx, exchange: Exchange) {
+        if !std::mem::take(&mut ctx.watched) {
+            return;
+        }
+        if let Some(front) = ctx.room.and_then(|i| self.fronts.get(i)) {
+            front.pilot.record(exchange);
         }
     }
 
@@ -263,6 +305,8 @@ impl ProxyHttp for WaitroomProxy {
             room: None,
             origin_started: None,
             origin_status: None,
+            watched: false,
+            in_flight: None,
         }
     }
 
@@ -353,6 +397,10 @@ impl ProxyHttp for WaitroomProxy {
         ctx.decision = decided.decision.outcome().label();
         let reply = match &decided.decision {
             Decision::Forward(forward) => {
+                // The autopilot judges the origin by what admitted visitors get: not bypassed
+                // paths, not excluded ones (matched like bypass, on the canonical path).
+                ctx.watched = matches!(forward.outcome, Outcome::Passed | Outcome::Admitted)
+                    && front.pilot.watches(request.path);
                 ctx.set_cookie = front.responder.pass_cookie(forward);
                 ctx.holder = forward.holder.clone();
                 self.forwarding(ctx, req, &canonical);
@@ -387,6 +435,10 @@ impl ProxyHttp for WaitroomProxy {
         peer.options.verify_cert = o.verify;
         peer.options.verify_hostname = o.verify;
         ctx.origin_started = Some(Instant::now());
+        // A retry chooses the origin again: the earlier attempt's count goes with its guard.
+        ctx.in_flight = self
+            .origin_room(ctx)
+            .map(|front| InFlight::new(&front.metrics.origin_inflight));
         Ok(Box::new(peer))
     }
 

@@ -1,13 +1,16 @@
 //! The state one room shares between its parts, each type named by who writes it: the live
 //! settings (the admin API, a reload, the settings another instance saved), the room view (the
 //! admission loop, every tick), the store's health (whoever called the store), and the waiting
-//! visitors seen polling (the gate; the loop takes them for its keep-alive batch).
+//! visitors seen polling (the gate; the loop takes them for its keep-alive batch), and the
+//! autopilot's recorder and status (the proxy records, the loop reports and decides).
 
 mod health;
+mod pilot;
 mod settings;
 mod view;
 
 pub use health::StoreHealth;
+pub use pilot::Pilot;
 pub use settings::LiveSettings;
 pub use view::{Beat, Pollers, Pulse, RoomView, ViewCell};
 
@@ -15,6 +18,8 @@ use std::sync::Arc;
 
 use crate::clock::SharedClock;
 use crate::config::RoomSettings;
+use crate::config::model::AutopilotConfig;
+use crate::core::autopilot::Status;
 use crate::service::metrics::MetricsRegistry;
 use crate::store::Store;
 
@@ -29,6 +34,7 @@ pub struct Room {
     pub view: Arc<ViewCell>,
     pub health: Arc<StoreHealth>,
     pub pollers: Arc<Pollers>,
+    pub pilot: Arc<Pilot>,
 }
 
 impl Room {
@@ -41,7 +47,14 @@ impl Room {
     ) -> Self {
         let metrics = Arc::new(metrics.room(id));
         let pulse = Arc::new(Pulse::new());
+        let off = Status::disabled(
+            settings.total_active_users,
+            settings.new_users_per_minute,
+            settings.burst,
+        );
+        let pilot = Arc::new(Pilot::new(AutopilotConfig::default(), clock.clone(), off));
         Self {
+            pilot,
             id: id.to_owned(),
             settings: Arc::new(LiveSettings::new(
                 settings,
@@ -57,5 +70,11 @@ impl Room {
             metrics,
             pulse,
         }
+    }
+
+    /// The room's `[autopilot]` (off unless given).
+    pub fn with_autopilot(self, config: AutopilotConfig) -> Self {
+        self.pilot.reconfigure(config);
+        self
     }
 }

@@ -1,8 +1,9 @@
 //! The admission loop, one Pingora background service for every room. Every instance runs it;
 //! only the holder of the group's lease admits, each room's round fenced with the lease's token.
 //! Every instance also refreshes its view of each room (gauges, the observed admission rate, who
-//! is called), wakes its waiting pages when that changed, beats their heartbeat, and picks up
-//! settings changed on any instance.
+//! is called), wakes its waiting pages when that changed, beats their heartbeat, picks up
+//! settings changed on any instance, and runs the room's autopilot (`service::autopilot`: every
+//! instance reports its windows and applies the leader's limits; the leader decides).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -17,7 +18,9 @@ use crate::clock::{Millis, SharedClock};
 use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
-use crate::room::{LiveSettings, Pollers, Pulse, Room, RoomView, StoreHealth, ViewCell};
+use crate::core::room::RoomCounts;
+use crate::room::{LiveSettings, Pilot, Pollers, Pulse, Room, RoomView, StoreHealth, ViewCell};
+use crate::service::autopilot::RoomPilotLoop;
 use crate::service::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
@@ -48,6 +51,8 @@ pub struct RoomLoop {
     settings_version: AtomicU64,
     estimator: Mutex<RateEstimator>,
     last_heartbeat: AtomicI64,
+    pilot: Arc<Pilot>,
+    autopilot: RoomPilotLoop,
 }
 
 impl AdmissionLoop {
@@ -122,7 +127,21 @@ impl RoomLoop {
             settings_version: AtomicU64::new(0),
             estimator: Mutex::new(RateEstimator::default()),
             last_heartbeat: AtomicI64::new(0),
+            pilot: room.pilot.clone(),
+            autopilot: RoomPilotLoop::new(
+                &room.id,
+                room.store.clone(),
+                room.clock.clone(),
+                room.settings.clone(),
+                room.health.clone(),
+                room.pilot.clone(),
+            ),
         }
+    }
+
+    /// The room's autopilot: its `[autopilot]`, recorder and status.
+    pub fn pilot(&self) -> &Arc<Pilot> {
+        &self.pilot
     }
 
     pub fn settings_version(&self) -> u64 {
@@ -184,7 +203,8 @@ impl RoomLoop {
         Ok(())
     }
 
-    async fn observe(&self) -> Result<(), StoreError> {
+    /// Returns the room's counts, after this tick's admissions.
+    async fn observe(&self) -> Result<RoomCounts, StoreError> {
         let epoch = self.store.epoch().await?;
         let polled = self.pollers.take();
         let limits = self.settings.now().limits();
@@ -222,7 +242,7 @@ impl RoomLoop {
         let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         self.metrics.occupancy.set(gauge(counts.occupancy()));
         self.metrics.queue_length.set(gauge(counts.queued));
-        Ok(())
+        Ok(counts)
     }
 
     /// Heartbeats come often enough that a page polling at the room's refresh interval hears
@@ -251,6 +271,7 @@ impl RoomLoop {
         let observed = self.observe().await;
         self.health.note(&observed);
         self.beat();
+        self.autopilot.tick(fence, observed.ok().as_ref()).await;
     }
 }
 

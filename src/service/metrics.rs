@@ -64,6 +64,9 @@ pub const NAMES: &[&str] = &[
     "waitroom_order_tau",
     "waitroom_turnstile_verifications_total",
     "waitroom_turnstile_parked_total",
+    "waitroom_autopilot_total_active_users",
+    "waitroom_autopilot_new_users_per_minute",
+    "waitroom_origin_inflight",
 ];
 
 /// The histograms among `NAMES`.
@@ -122,6 +125,11 @@ pub struct Metrics {
     pub order_tau: Gauge,
     turnstile_verifications: [IntCounter; 4],
     pub turnstile_parked: IntCounter,
+    /// The limits in force (the autopilot's setpoint, or the room's own when it is off).
+    pub autopilot_total_active_users: IntGauge,
+    pub autopilot_new_users_per_minute: IntGauge,
+    /// This instance's requests of the room waiting for the origin's response header.
+    pub origin_inflight: IntGauge,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -162,6 +170,9 @@ pub struct MetricsRegistry {
     order_tau: GaugeVec,
     turnstile_verifications: IntCounterVec,
     turnstile_parked: IntCounterVec,
+    autopilot_total_active_users: IntGaugeVec,
+    autopilot_new_users_per_minute: IntGaugeVec,
+    origin_inflight: IntGaugeVec,
 }
 
 impl Default for MetricsRegistry {
@@ -316,6 +327,18 @@ impl MetricsRegistry {
                 "Visitors who failed the challenge, parked in a line that never admits them",
                 room,
             ),
+            autopilot_total_active_users: gauge(
+                "waitroom_autopilot_total_active_users",
+                "total_active_users in force: the autopilot's, or the room's own when it is off",
+            ),
+            autopilot_new_users_per_minute: gauge(
+                "waitroom_autopilot_new_users_per_minute",
+                "new_users_per_minute in force: the autopilot's, or the room's own when it is off",
+            ),
+            origin_inflight: gauge(
+                "waitroom_origin_inflight",
+                "Requests of this instance waiting for the origin's response header",
+            ),
             registry,
         }
     }
@@ -356,6 +379,13 @@ impl MetricsRegistry {
                     .with_label_values(&with(r.label()))
             }),
             turnstile_parked: self.turnstile_parked.with_label_values(&[id]),
+            autopilot_total_active_users: self
+                .autopilot_total_active_users
+                .with_label_values(&[id]),
+            autopilot_new_users_per_minute: self
+                .autopilot_new_users_per_minute
+                .with_label_values(&[id]),
+            origin_inflight: self.origin_inflight.with_label_values(&[id]),
         }
     }
 

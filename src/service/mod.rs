@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod admission;
+pub mod autopilot;
 pub mod demo_shop;
 pub mod lifecycle;
 pub mod limits;

@@ -1,8 +1,10 @@
 //! Reloading the rooms' settings from the configuration file (SIGHUP, `POST /admin/reload`, or
 //! one room's `POST /admin/rooms/{id}/reload`), without touching a connection. Each room of the
 //! file becomes the live settings of that room on every instance, exactly as a live change
-//! through the admin API would make it; the other sections (and a room added or removed) only
-//! take effect in a new process (a restart or a hand-over), and the reload says which changed.
+//! through the admin API would make it, and each room's `[autopilot]` applies to this instance's
+//! autopilot (its leader reconfigures the controller, or stops steering when it is turned off);
+//! the other sections (and a room added or removed) only take effect in a new process (a restart
+//! or a hand-over), and the reload says which changed.
 
 use std::sync::Arc;
 
@@ -67,13 +69,9 @@ fn changed_sections(running: &ConfigFile, fresh: &ConfigFile) -> Vec<String> {
     check("log", !same(&running.log, &fresh.log));
     check("turnstile", !same(&running.turnstile, &fresh.turnstile));
     check("rate_limit", !same(&running.rate_limit, &fresh.rate_limit));
-    check("autopilot", !same(&running.autopilot, &fresh.autopilot));
+    // [autopilot] is not among them: a reload applies it (below).
     for (i, (was, is)) in running.rooms.iter().zip(&fresh.rooms).enumerate() {
         check(&format!("rooms[{i}].page"), !same(&was.page, &is.page));
-        check(
-            &format!("rooms[{i}].autopilot"),
-            !same(&was.autopilot, &is.autopilot),
-        );
     }
     changed
 }
@@ -143,7 +141,16 @@ impl Reloader {
             let Some(running) = self.admission.room(&room.id) else {
                 return Err(ReloadError::NoRoom(room.id));
             };
+            let autopilot = room.autopilot;
             applied.push(running.publish_settings(room.settings).await?);
+            if *running.pilot().config() != autopilot {
+                log::info!(
+                    "room {}: [autopilot] reloaded (enabled = {})",
+                    room.id,
+                    autopilot.enabled
+                );
+                running.pilot().reconfigure(autopilot);
+            }
         }
         let one_room = fresh.file.room.is_some();
         Ok(Reloaded {

@@ -306,7 +306,8 @@ pub fn build(
             store,
             clock.clone(),
             &metrics,
-        );
+        )
+        .with_autopilot(room_config.autopilot.clone());
         // A page names its room to the reserved paths only when the proxy has several.
         let named = several.then_some(room_config.id.as_str());
         let signer = Arc::new(Signer::new(&room_config.id, &config.pass.secret)?);
@@ -349,6 +350,7 @@ pub fn build(
             responder,
             pulse: room.pulse.clone(),
             metrics: room.metrics.clone(),
+            pilot: room.pilot.clone(),
         });
     }
     let instance = format!(

@@ -1,5 +1,6 @@
 //! A real HTTP/1.1 origin on a free port, with a few behaviours the tests need:
-//! `/revoke...` answers with the revoke command, `/slow` takes 3 s, everything else echoes the
+//! `/revoke...` answers with the revoke command, `/slow` takes 3 s, `/delay/{ms}...` takes `ms`
+//! milliseconds (an origin past its knee, for the autopilot), everything else echoes the
 //! path and sets the origin's own cookie. It records the waiting-room cookie of each request.
 
 use std::net::SocketAddr;
@@ -161,6 +162,13 @@ async fn serve(stream: tokio::net::TcpStream, seen: Arc<Mutex<Seen>>) -> std::io
         }
         if path == "/slow" {
             tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+        let delay = path
+            .strip_prefix("/delay/")
+            .and_then(|rest| rest.split(['/', '?']).next())
+            .and_then(|ms| ms.parse::<u64>().ok());
+        if let Some(ms) = delay {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         let text = format!("origin:{path}");
         let extra = if path.starts_with("/revoke") {

@@ -22,6 +22,17 @@ pub struct AutopilotConfig {
     pub exclude: Vec<PathPattern>,
 }
 
+/// Off, with the controller's defaults (what an absent `[autopilot]` gives).
+impl Default for AutopilotConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            settings: Settings::default(),
+            exclude: Vec::new(),
+        }
+    }
+}
+
 pub(crate) fn autopilot(section: &AutopilotSection) -> Result<AutopilotConfig, ConfigError> {
     let settings = Settings {
         latency_target: duration("autopilot.latency_target", &section.latency_target)?,

@@ -1,4 +1,5 @@
-//! One room's admin API: its state, live settings, scheduled events, revocation and reload.
+//! One room's admin API: its state, live settings, scheduled events, revocation, reload and the
+//! autopilot's pause switch.
 //! Served at `/admin/rooms/{id}/...`, and at `/admin/...` when the proxy runs one room.
 
 use std::sync::Arc;
@@ -22,6 +23,12 @@ use crate::store::Store;
 #[serde(deny_unknown_fields)]
 struct RevokeRequest {
     pass_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AutopilotRequest {
+    paused: bool,
 }
 
 fn find(events: &[EventSection], name: &str) -> Option<usize> {
@@ -92,6 +99,7 @@ impl RoomAdmin {
             ("PATCH", "config") => self.patch_config(session, true).await,
             ("PUT", "config") => self.patch_config(session, false).await,
             ("POST", "revoke") => self.revoke(session).await,
+            ("POST", "autopilot") => self.pause_autopilot(session).await,
             ("POST", "reload") => reloaded(reloader.reload_room(&self.room_id).await),
             _ => error(404, "no such admin endpoint"),
         }
@@ -99,6 +107,9 @@ impl RoomAdmin {
 
     pub async fn state(&self, admission: &AdmissionLoop, listener: &ListenerState) -> Reply {
         let settings = self.settings.now();
+        // The room's own limits; those in force are the autopilot's (below) when it steers.
+        let own = self.settings.own_now();
+        let autopilot = self.autopilot_state();
         let counts = self.store.counts().await;
         self.health.note(&counts);
         let leader = admission.leader().await;
@@ -111,9 +122,10 @@ impl RoomAdmin {
                     "occupancy": c.occupancy(),
                     "passes": c.passes,
                     "called": c.called,
-                    "total_active_users": settings.total_active_users,
-                    "new_users_per_minute": settings.new_users_per_minute,
-                    "burst": settings.burst,
+                    "total_active_users": own.total_active_users,
+                    "new_users_per_minute": own.new_users_per_minute,
+                    "burst": own.burst,
+                    "autopilot": autopilot,
                     "queue_length": c.queued,
                     "admitted_last_minute": c.admitted_last_minute,
                     "admitted_total": c.admitted_total,
@@ -255,6 +267,54 @@ impl RoomAdmin {
         };
         match self.room_loop.publish_settings(settings).await {
             Ok(section) => Reply::json(200, &section),
+            Err(e) => error(503, format!("not applied: {e}")),
+        }
+    }
+
+    /// The autopilot's part of `/admin/state`: its status (the limits in force, why, what the
+    /// last window read), and whether this instance decides (the leader) or applies.
+    fn autopilot_state(&self) -> serde_json::Value {
+        let status = self.room_loop.pilot().status();
+        let (status, decides) = (&status.0, status.1);
+        let mut value = serde_json::to_value(status).unwrap_or_else(|_| serde_json::json!({}));
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert("decides".into(), decides.into());
+            fields.insert(
+                "changed_at".into(),
+                status
+                    .changed_at
+                    .map(crate::clock::rfc3339_ms)
+                    .map_or(serde_json::Value::Null, serde_json::Value::from),
+            );
+        }
+        value
+    }
+
+    /// `POST /admin/autopilot` `{"paused": true|false}`: the switch every instance shares; the
+    /// leader holds (or judges again) from its next tick, and the limits in force stay as they
+    /// are while paused.
+    async fn pause_autopilot(&self, session: &mut ServerSession) -> Reply {
+        let request: AutopilotRequest = match read_json(session).await {
+            Ok(request) => request,
+            Err(reply) => return reply,
+        };
+        if !self.room_loop.pilot().config().enabled {
+            return error(
+                409,
+                "this room's autopilot is off ([autopilot] enabled = false)",
+            );
+        }
+        let set = self.store.set_autopilot_paused(request.paused).await;
+        self.health.note(&set);
+        match set {
+            Ok(()) => {
+                log::info!(
+                    "autopilot of room {} {} by the admin API",
+                    self.room_id,
+                    if request.paused { "paused" } else { "resumed" }
+                );
+                Reply::json(200, &serde_json::json!({ "paused": request.paused }))
+            }
             Err(e) => error(503, format!("not applied: {e}")),
         }
     }
