@@ -78,6 +78,8 @@ impl Gate {
         self.health.note(&joined);
         match joined {
             Ok(joined) => {
+                // A quiet room's loop looks at it only once a second; someone in line wakes it.
+                self.pollers.seen(&id);
                 let ticket = Ticket {
                     id,
                     place: joined.place,

@@ -159,7 +159,7 @@ impl WaitroomProxy {
         let forwarded = session
             .req_header()
             .headers
-            .get_all("x-forwarded-for")
+            .get_all(&forward::X_FORWARDED_FOR)
             .iter()
             .map(|v| v.as_bytes());
         Some(client_ip(peer, forwarded, &self.trusted_proxies))

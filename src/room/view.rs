@@ -124,6 +124,11 @@ impl Pollers {
             .collect()
     }
 
+    /// Nobody seen since the last batch: with nobody waiting either, the room is quiet.
+    pub fn is_empty(&self) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+
     /// Gives back a batch the store could not take, so nobody is dropped for an outage.
     pub fn give_back(&self, ids: Vec<String>) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).extend(ids);

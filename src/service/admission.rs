@@ -27,6 +27,8 @@ use crate::store::{Store, StoreError};
 /// Open waiting pages hear from the proxy at least this often, so that proxies and load
 /// balancers in front (often cut after 60 s of silence) keep their streams open.
 const HEARTBEAT_EVERY_MS: Millis = 15_000;
+/// How often a quiet room (nobody waiting or called) is looked at.
+const QUIET_EVERY_MS: Millis = 1_000;
 
 pub struct AdmissionLoop {
     rooms: Vec<Arc<RoomLoop>>,
@@ -51,6 +53,8 @@ pub struct RoomLoop {
     settings_version: AtomicU64,
     estimator: Mutex<RateEstimator>,
     last_heartbeat: AtomicI64,
+    /// Until when the room is quiet (nobody waiting or called): its ticks are skipped until then.
+    quiet_until: AtomicI64,
     pilot: Arc<Pilot>,
     autopilot: RoomPilotLoop,
 }
@@ -127,6 +131,7 @@ impl RoomLoop {
             settings_version: AtomicU64::new(0),
             estimator: Mutex::new(RateEstimator::default()),
             last_heartbeat: AtomicI64::new(0),
+            quiet_until: AtomicI64::new(0),
             pilot: room.pilot.clone(),
             autopilot: RoomPilotLoop::new(
                 &room.id,
@@ -259,6 +264,10 @@ impl RoomLoop {
     }
 
     async fn tick(&self, fence: Option<u64>) {
+        let now = self.clock.now_ms();
+        if now < self.quiet_until.load(Ordering::Relaxed) && self.pollers.is_empty() {
+            return;
+        }
         let synced = self.sync_settings().await;
         self.health.note(&synced);
         if let Some(fence) = fence {
@@ -270,6 +279,14 @@ impl RoomLoop {
         }
         let observed = self.observe().await;
         self.health.note(&observed);
+        // Nobody waits or is called: nothing to admit and no position to move. Such a room is
+        // looked at once a second (settings, expiries, counts) instead of every interval, so that
+        // idle rooms cost next to nothing; a visitor joining on this instance wakes it at once.
+        let quiet = matches!(&observed, Ok(c) if c.queued == 0 && c.called == 0);
+        self.quiet_until.store(
+            if quiet { now + QUIET_EVERY_MS } else { 0 },
+            Ordering::Relaxed,
+        );
         self.beat();
         self.autopilot.tick(fence, observed.ok().as_ref()).await;
     }
