@@ -213,11 +213,16 @@ impl RoomLoop {
         let epoch = self.store.epoch().await?;
         let polled = self.pollers.take();
         let limits = self.settings.now().limits();
-        let called = match self.store.keep_alive(&polled, &limits).await {
-            Ok(called) => called,
-            Err(e) => {
-                self.pollers.give_back(polled);
-                return Err(e);
+        // Nobody polled: nothing to slide and nobody to ask about, so no call.
+        let called = if polled.is_empty() {
+            Vec::new()
+        } else {
+            match self.store.keep_alive(&polled, &limits).await {
+                Ok(called) => called,
+                Err(e) => {
+                    self.pollers.give_back(polled);
+                    return Err(e);
+                }
             }
         };
         let counts = self.store.counts().await?;
