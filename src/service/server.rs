@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use async_trait::async_trait;
 use pingora_core::apps::HttpServerOptions;
 use pingora_core::listeners::tls::TlsSettings;
+use pingora_core::listeners::{L4BufferSettings, ListenerConfig};
 use pingora_core::server::configuration::{Opt, ServerConf};
 use pingora_core::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
 use pingora_core::services::background::GenBackgroundService;
@@ -126,6 +127,9 @@ fn demo_origin_address(config: &Config) -> Result<Option<SocketAddr>, StartError
 
 /// Fewer derived connections than this is worth a warning: a crowd's open pages need more.
 const FEW_CONNECTIONS: u64 = 1000;
+
+/// The read buffer of a plain-HTTP visitor connection (see where the listener is added).
+const READ_BUFFER: usize = 4 * 1024;
 
 /// Says at start when the open-file limit is below what `listen.max_connections` needs (each
 /// visitor connection may hold a second descriptor towards the origin), or leaves room for few
@@ -431,7 +435,12 @@ pub fn build(
             settings.enable_h2();
             proxy.add_tls_with_settings(&listen, None, settings);
         }
-        None => proxy.add_tcp(&listen),
+        // A plain-HTTP connection reads small request heads: 4 KiB instead of Pingora's 64 KiB
+        // read buffer, which was most of what an open waiting page cost (BENCHMARKS.md, "Open
+        // waiting pages"). TLS keeps the default: it reads 16 KiB records.
+        None => proxy.add_listener(
+            ListenerConfig::tcp(listen).l4_buffer(L4BufferSettings::default().read(READ_BUFFER)),
+        ),
     }
 
     let mut admin = Service::new(
