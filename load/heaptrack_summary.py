@@ -98,7 +98,9 @@ def main():
         print(f"{i}. {human(p['total'])} at the peak over {p['calls']} calls{per}")
         subs = p["subs"] or [{"bytes": p["total"], "calls": p["calls"], "frames": p["head"]}]
         for s in subs:
-            marks = landmarks(p["head"] + s["frames"])
+            # The callers first: in an optimized build the innermost frames of the allocation
+            # itself can be folded with another function's (identical code) and misnamed.
+            marks = landmarks(s["frames"]) or landmarks(p["head"])
             per = f", {human(s['bytes'] / args.per)}/conn" if args.per else ""
             print(f"   - {human(s['bytes'])} over {s['calls']} calls{per}: " + " <- ".join(marks or ["(no Pingora/tokio/own frame)"]))
     return 0

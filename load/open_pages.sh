@@ -468,6 +468,7 @@ grep -c -i ' error ' "$TMP/waitroom.log" >"$TMP/errors.count" || true
 R[log_errors]=$(cat "$TMP/errors.count")
 
 HEAP=""
+HEAP_SITES=""
 if [[ $HEAPTRACK == 1 ]]; then
     log "heaptrack: stopping the proxy, reading the profile"
     stop_server "$WR_PID"
@@ -483,6 +484,7 @@ if [[ $HEAPTRACK == 1 ]]; then
         --print-leaks 0 --peak-limit 25 --sub-peak-limit 4 >"$TMP/heaptrack.txt" 2>&1 || true
     cp "$TMP/heaptrack.txt" "$ROOT/load/results/open-pages-$STAMP.heaptrack.txt"
     HEAP=$(grep -E '^(peak heap memory consumption|peak RSS|total memory leaked|total runtime)' "$TMP/heaptrack.txt" || true)
+    HEAP_SITES=$(python3 "$ROOT/load/heaptrack_summary.py" --per "${R[streams]}" --top 8 <"$TMP/heaptrack.txt" || true)
 else
     stop_server "$WR_PID"
 fi
@@ -549,7 +551,13 @@ REPORT+="
 - Proxy log lines with ERROR during the run: ${R[log_errors]}. Proxy CPU over the whole run: ${R[cpu_total_s]} s."
 if [[ -n $HEAP ]]; then
     REPORT+="
-- heaptrack (the figures above are under heaptrack): $(tr '\n' ';' <<<"$HEAP")"
+- heaptrack (the figures above are under heaptrack): $(tr '\n' ';' <<<"$HEAP")
+
+Top allocation sites by peak memory (heaptrack_print -p, condensed by load/heaptrack_summary.py; per connection = / ${R[streams]}):
+
+\`\`\`
+$HEAP_SITES
+\`\`\`"
 fi
 
 mkdir -p "$ROOT/load/results"
