@@ -91,6 +91,7 @@ PIDS=()      # servers, stopped in reverse order: "pid:signal"
 CLIENT_PID=""
 FAILED=1
 exec 3>/dev/null
+WRAPPER_PID=""
 
 stop_pid() { # pid signal: signal, wait up to 10 s, then SIGKILL
     local pid=$1 sig=$2 i
@@ -107,6 +108,10 @@ cleanup() {
     trap - EXIT INT TERM
     exec 3>&- || true
     [[ -n $CLIENT_PID ]] && stop_pid "$CLIENT_PID" TERM
+    # Under heaptrack the proxy is the wrapper's child: stop it even if it was never found.
+    if [[ -n ${WRAPPER_PID:-} ]] && kill -0 "$WRAPPER_PID" 2>/dev/null; then
+        for child in $(pgrep -P "$WRAPPER_PID" || true); do stop_pid "$child" INT; done
+    fi
     for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
         entry=${PIDS[i]}
         stop_pid "${entry%%:*}" "${entry#*:}"
