@@ -13,7 +13,7 @@
 #   THREADS       worker threads of waitroom-proxy and worker processes of both nginx (default 2)
 #   WARMUP        untimed wrk run before each scenario, 0 to skip (default 2s)
 #   ORIGIN_PATH   path requested: "/" answers "ok", "/1k" answers 1 KiB (default /)
-#   SCENARIOS     which scenarios to run, letters a-f (default abcdef)
+#   SCENARIOS     which scenarios to run, letters a-g (default abcdef; g: see below)
 #   STORE         memory | redis | both (default memory). redis: the script starts its own
 #                 redis-server on a free port (--save '' --appendonly no; never a shared one) and
 #                 the proxy gets [store] backend = "redis". both: scenarios a-b once, c-f with
@@ -31,6 +31,11 @@
 # (c) waitroom-proxy admitted path (valid pass cookie -> origin), (d) waiting-room JSON poll
 # (ticket cookie, Accept: application/json), (e) the same poll for the HTML page, (f) new
 # visitors (no cookie, room full: each request joins the line and gets a signed ticket).
+# (g) open waiting pages: PAGES (default 10000) visitors in a full room, each with its own ticket
+# and its event stream open; proxy RSS per stream and per idle keep-alive connection, CPU per
+# 10 000 idle streams, push latency from the admission round to the page, nginx side by side.
+# It is load/open_pages.sh (its header has the method and the knobs), run after the others with
+# this script's binary and THREADS; SCENARIOS=g runs it alone.
 #
 # The poll scenarios (d, e) measure the steady-state poll path (PRD "The poll path"): the bench
 # room has abandon_after = 10s, the script waits until the proxy has known the store's epoch for
@@ -138,6 +143,11 @@ if [[ ! -x $BIN || $REBUILD == 1 ]]; then
     CARGO_TARGET_DIR="$TARGET_DIR" cargo build --release --bin waitroom-proxy
 fi
 [[ -x $BIN ]] || die "no binary at $BIN"
+
+# (g) alone: nothing else of this script is needed.
+if [[ $SCENARIOS == g ]]; then
+    BIN=$BIN THREADS=$THREADS exec "$ROOT/load/open_pages.sh"
+fi
 
 # Other work on the machine skews every number: note the load, warn when it is high.
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -959,4 +969,8 @@ echo "$REPORT"
 echo
 log "load average before: $LOAD_BEFORE, after: $LOAD_AFTER"
 log "written to ${RESULT#"$ROOT"/}"
+if [[ $SCENARIOS == *g* ]]; then
+    log "(g) open waiting pages: load/open_pages.sh"
+    BIN=$BIN THREADS=$THREADS "$ROOT/load/open_pages.sh"
+fi
 FAILED=0
