@@ -284,10 +284,13 @@ impl RoomLoop {
         }
         let observed = self.observe().await;
         self.health.note(&observed);
-        // Nobody waits or is called: nothing to admit and no position to move. Such a room is
-        // looked at once a second (settings, expiries, counts) instead of every interval, so that
-        // idle rooms cost next to nothing; a visitor joining on this instance wakes it at once.
-        let quiet = matches!(&observed, Ok(c) if c.queued == 0 && c.called == 0);
+        // Nobody waits or is called, and no event governs the room: nothing to admit and no
+        // position to move. Such a room is looked at once a second (settings, expiries, counts)
+        // instead of every interval, so that idle rooms cost next to nothing; a visitor joining
+        // on this instance wakes it at once. An event's pre-queue or its start (the shuffle) is
+        // never left to wait.
+        let quiet = matches!(&observed, Ok(c) if c.queued == 0 && c.called == 0)
+            && self.settings.now().event.is_none();
         self.quiet_until.store(
             if quiet { now + QUIET_EVERY_MS } else { 0 },
             Ordering::Relaxed,
