@@ -157,80 +157,27 @@ fi
 
 # ---------------------------------------------------------------- process bookkeeping
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/waitroom-bench.XXXXXX")
-PIDS=()        # long-running servers, stopped in reverse order
 WRK_PID=""     # the running load client (wrk or bench_clients.py), if any
 FAILED=1
 
-stop_pid() { # pid signal: signal, wait up to 5 s, then SIGKILL
-    local pid=$1 sig=$2 i
-    kill -0 "$pid" 2>/dev/null || return 0
-    kill "-$sig" "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-}
+
+# shellcheck source=lib/servers.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/servers.sh"
 
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     [[ -n $WRK_PID ]] && stop_pid "$WRK_PID" TERM
-    local i entry
-    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-        entry=${PIDS[i]}
-        # nginx: TERM is its fast shutdown; Pingora: INT is fast, TERM waits the grace period.
-        stop_pid "${entry%%:*}" "${entry#*:}"
-    done
-    wait 2>/dev/null || true
-    if [[ $FAILED == 1 || $KEEP_TMP == 1 ]]; then
-        echo "bench: logs and configs kept in $TMP" >&2
-    else
-        rm -rf "$TMP"
-    fi
+    stop_servers
+    keep_or_remove_tmp bench "$FAILED" "$KEEP_TMP"
     exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-stop_server() { # pid: stops one of PIDS now and forgets it
-    local pid=$1 i entry
-    for i in "${!PIDS[@]}"; do
-        entry=${PIDS[i]}
-        if [[ ${entry%%:*} == "$pid" ]]; then
-            stop_pid "$pid" "${entry#*:}"
-            wait "$pid" 2>/dev/null || true
-            unset 'PIDS[i]'
-        fi
-    done
-    PIDS=("${PIDS[@]}")
-}
 # ---------------------------------------------------------------- helpers
-USED_PORTS=" "
-free_port() { # var-name: sets it to a port nothing on this host uses (listening or connected)
-    local p i
-    for ((i = 0; i < 200; i++)); do
-        p=$((20000 + RANDOM % 40000))
-        [[ $USED_PORTS == *" $p "* ]] && continue
-        if [[ -z $(ss -Htan "( sport = :$p )" 2>/dev/null) ]]; then
-            USED_PORTS+="$p "
-            printf -v "$1" '%s' "$p"
-            return 0
-        fi
-    done
-    die "no free port found"
-}
 
-wait_listening() { # port name pid
-    local port=$1 name=$2 pid=$3 i
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || die "$name exited at start; see $TMP/$name.log"
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    die "$name does not listen on 127.0.0.1:$port after 10 s; see $TMP/$name.log"
-}
 
 # One request: sets STATUS, BODY, HEADERS (lower-cased names). Args: url [curl args...]
 fetch() {

@@ -100,75 +100,23 @@ fi
 
 # ---------------------------------------------------------------- process bookkeeping
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/waitroom-idle.XXXXXX")
-PIDS=() # pid:signal, stopped in reverse order
 FAILED=1
 
-stop_pid() { # pid signal: signal, wait up to 5 s, then SIGKILL
-    local pid=$1 sig=$2 i
-    kill -0 "$pid" 2>/dev/null || return 0
-    kill "-$sig" "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-}
+# shellcheck source=lib/servers.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/servers.sh"
+
 cleanup() {
-    local rc=$? i entry
+    local rc=$?
     trap - EXIT INT TERM
-    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-        entry=${PIDS[i]}
-        # Pingora: INT is its fast shutdown (TERM waits the grace period); redis-server: TERM.
-        stop_pid "${entry%%:*}" "${entry#*:}"
-    done
-    wait 2>/dev/null || true
-    if [[ $FAILED == 1 || $KEEP_TMP == 1 ]]; then
-        echo "idle_rooms: logs and configs kept in $TMP" >&2
-    else
-        rm -rf "$TMP"
-    fi
+    stop_servers
+    keep_or_remove_tmp idle_rooms "$FAILED" "$KEEP_TMP"
     exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-stop_server() { # pid: stops one of PIDS now and forgets it
-    local pid=$1 i entry
-    for i in "${!PIDS[@]}"; do
-        entry=${PIDS[i]}
-        if [[ ${entry%%:*} == "$pid" ]]; then
-            stop_pid "$pid" "${entry#*:}"
-            wait "$pid" 2>/dev/null || true
-            unset 'PIDS[i]'
-        fi
-    done
-    PIDS=(${PIDS[@]+"${PIDS[@]}"})
-}
 
-USED_PORTS=" "
-free_port() { # var-name: sets it to a port nothing on this host uses (listening or connected)
-    local p i
-    for ((i = 0; i < 200; i++)); do
-        p=$((20000 + RANDOM % 40000))
-        [[ $USED_PORTS == *" $p "* ]] && continue
-        if [[ -z $(ss -Htan "( sport = :$p )" 2>/dev/null) ]]; then
-            USED_PORTS+="$p "
-            printf -v "$1" '%s' "$p"
-            return 0
-        fi
-    done
-    die "no free port found"
-}
-wait_listening() { # port name pid
-    local port=$1 name=$2 pid=$3 i
-    for ((i = 0; i < 150; i++)); do
-        kill -0 "$pid" 2>/dev/null || die "$name exited at start; see $TMP/$name.log"
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    die "$name does not listen on 127.0.0.1:$port after 15 s; see $TMP/$name.log"
-}
 
 CLK_TCK=$(getconf CLK_TCK)
 cpu_ticks() { # pid: user + system CPU so far, in clock ticks (fields 14 and 15 of /proc/<pid>/stat)
@@ -285,8 +233,8 @@ measure() { # store n
         "$BIN" --config "$conf" >"$TMP/waitroom-$store-$n.log" 2>&1 &
     pid=$!
     PIDS+=("$pid:INT")
-    wait_listening "$wr_port" "waitroom-$store-$n" "$pid"
-    wait_listening "$admin_port" "waitroom-$store-$n" "$pid"
+    wait_listening "$wr_port" "waitroom-$store-$n" "$pid" 15
+    wait_listening "$admin_port" "waitroom-$store-$n" "$pid" 15
     sleep "$SETTLE"
     kill -0 "$pid" 2>/dev/null || die "the proxy exited; see $TMP/waitroom-$store-$n.log"
 

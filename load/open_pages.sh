@@ -87,83 +87,32 @@ read -r port_lo port_hi </proc/sys/net/ipv4/ip_local_port_range
 ((port_hi - port_lo > PAGES + 1000)) || die "ephemeral port range $port_lo-$port_hi too small"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/waitroom-pages.XXXXXX")
-PIDS=()      # servers, stopped in reverse order: "pid:signal"
 CLIENT_PID=""
 FAILED=1
 exec 3>/dev/null
 WRAPPER_PID=""
 
-stop_pid() { # pid signal: signal, wait up to 10 s, then SIGKILL
-    local pid=$1 sig=$2 i
-    kill -0 "$pid" 2>/dev/null || return 0
-    kill "-$sig" "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-}
+# shellcheck source=lib/servers.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/servers.sh"
+
 cleanup() {
-    local rc=$? i entry
+    local rc=$?
     trap - EXIT INT TERM
     exec 3>&- || true
-    [[ -n $CLIENT_PID ]] && stop_pid "$CLIENT_PID" TERM
+    [[ -n $CLIENT_PID ]] && stop_pid "$CLIENT_PID" TERM 10
     # Under heaptrack the proxy is the wrapper's child: stop it even if it was never found.
     if [[ -n ${WRAPPER_PID:-} ]] && kill -0 "$WRAPPER_PID" 2>/dev/null; then
-        for child in $(pgrep -P "$WRAPPER_PID" || true); do stop_pid "$child" INT; done
+        for child in $(pgrep -P "$WRAPPER_PID" || true); do stop_pid "$child" INT 10; done
     fi
-    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-        entry=${PIDS[i]}
-        stop_pid "${entry%%:*}" "${entry#*:}"
-    done
-    wait 2>/dev/null || true
-    if [[ $FAILED == 1 || $KEEP_TMP == 1 ]]; then
-        echo "open_pages: logs and configs kept in $TMP" >&2
-    else
-        rm -rf "$TMP"
-    fi
+    stop_servers 10
+    keep_or_remove_tmp open_pages "$FAILED" "$KEEP_TMP"
     exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-stop_server() { # pid: stops one of PIDS now and forgets it
-    local pid=$1 i entry
-    for i in "${!PIDS[@]}"; do
-        entry=${PIDS[i]}
-        if [[ ${entry%%:*} == "$pid" ]]; then
-            stop_pid "$pid" "${entry#*:}"
-            wait "$pid" 2>/dev/null || true
-            unset 'PIDS[i]'
-        fi
-    done
-    PIDS=(${PIDS[@]+"${PIDS[@]}"})
-}
 
-USED_PORTS=" "
-free_port() { # var-name
-    local p i
-    for ((i = 0; i < 200; i++)); do
-        p=$((20000 + RANDOM % 12000))
-        [[ $USED_PORTS == *" $p "* ]] && continue
-        if [[ -z $(ss -Htan "( sport = :$p or dport = :$p )" 2>/dev/null) ]]; then
-            USED_PORTS+="$p "
-            printf -v "$1" '%s' "$p"
-            return 0
-        fi
-    done
-    die "no free port found"
-}
-wait_listening() { # port name pid
-    local port=$1 name=$2 pid=$3 i
-    for ((i = 0; i < 300; i++)); do
-        kill -0 "$pid" 2>/dev/null || die "$name exited at start; see $TMP/$name.log"
-        if (exec 4<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    die "$name does not listen on 127.0.0.1:$port after 30 s; see $TMP/$name.log"
-}
 rss_kb() { # pids -> summed VmRSS in kB
     local t=0 p
     for p in "$@"; do t=$((t + $(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status"))); done
@@ -221,7 +170,7 @@ stop_client() {
     exec 3>/dev/null
     local i
     for ((i = 0; i < 100; i++)); do kill -0 "$CLIENT_PID" 2>/dev/null || break; sleep 0.1; done
-    stop_pid "$CLIENT_PID" TERM
+    stop_pid "$CLIENT_PID" TERM 10
     wait "$CLIENT_PID" 2>/dev/null || true
     CLIENT_PID=""
 }
@@ -267,7 +216,7 @@ start_nginx() { # name port
     "$NGINX_BIN" -p "$TMP/$1" -c "$TMP/$1/nginx.conf" -e "$TMP/$1.log" >"$TMP/$1.out" 2>&1 &
     PIDS+=("$!:TERM")
     LAST_PID=$!
-    wait_listening "$2" "$1" "$!"
+    wait_listening "$2" "$1" "$!" 30
 }
 nginx_workers() { pgrep -P "$1" | xargs; }
 
@@ -339,8 +288,8 @@ else
     WR_PID=$!
     PIDS+=("$WR_PID:INT")
 fi
-wait_listening "$WR_PORT" waitroom "$WR_PID"
-wait_listening "$ADMIN_PORT" waitroom "$WR_PID"
+wait_listening "$WR_PORT" waitroom "$WR_PID" 30
+wait_listening "$ADMIN_PORT" waitroom "$WR_PID" 30
 ADMIN="http://127.0.0.1:$ADMIN_PORT"
 AUTH="Authorization: Bearer $WR_ADMIN_TOKEN"
 
