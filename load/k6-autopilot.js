@@ -27,25 +27,9 @@ import http from 'k6/http';
 import exec from 'k6/execution';
 import { check, sleep } from 'k6';
 import { Counter, Trend } from 'k6/metrics';
+import { bases, env, number } from './k6-env.js';
 
-const env = (name, fallback) => {
-  const v = __ENV[name];
-  return v === undefined || v === '' ? fallback : v;
-};
-
-function number(name, fallback, { min = 0, integer = false } = {}) {
-  const raw = env(name, String(fallback));
-  const v = Number(raw);
-  if (!Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
-    throw new Error(`${name}: expected ${integer ? 'a whole number' : 'a number'} >= ${min}, got "${raw}"`);
-  }
-  return v;
-}
-
-const BASES = env('BASE', 'http://127.0.0.1:8080')
-  .split(',')
-  .map((s) => s.trim().replace(/\/+$/, ''))
-  .filter(Boolean);
+const BASES = bases();
 const ARRIVALS = number('ARRIVALS', 20, { min: 0.1 });
 const DURATION_S = number('DURATION', 180, { min: 1, integer: true });
 const RUSH = number('RUSH', 0, { integer: true });

@@ -65,31 +65,12 @@ import http from 'k6/http';
 import exec from 'k6/execution';
 import { check, sleep } from 'k6';
 import { Counter, Gauge, Trend } from 'k6/metrics';
+import { bases, env, number } from './k6-env.js';
 
-const env = (name, fallback) => {
-  const v = __ENV[name];
-  return v === undefined || v === '' ? fallback : v;
-};
-
-function number(name, fallback, { min = 0, integer = false } = {}) {
-  const raw = env(name, fallback === undefined ? undefined : String(fallback));
-  if (raw === undefined) {
-    throw new Error(
-      `${name} is required (CAPACITY = the room's total_active_users, RATE_PER_MINUTE = its ` +
-        'new_users_per_minute; GET /admin/state shows both)',
-    );
-  }
-  const v = Number(raw);
-  if (!Number.isFinite(v) || v < min || (integer && !Number.isInteger(v))) {
-    throw new Error(`${name}: expected ${integer ? 'a whole number' : 'a number'} >= ${min}, got "${raw}"`);
-  }
-  return v;
-}
-
-const BASES = env('BASE', 'http://127.0.0.1:8080')
-  .split(',')
-  .map((s) => s.trim().replace(/\/+$/, ''))
-  .filter(Boolean);
+const LIMITS_HINT =
+  "CAPACITY = the room's total_active_users, RATE_PER_MINUTE = its new_users_per_minute; " +
+  'GET /admin/state shows both';
+const BASES = bases();
 const SPREAD = env('SPREAD', 'visitor');
 const VISITORS = number('VISITORS', 2000, { min: 1, integer: true });
 const ARRIVAL_S = number('ARRIVAL', 10);
@@ -106,8 +87,8 @@ const SAMPLE_S = number('SAMPLE_SECONDS', 1, { min: 0.1 });
 const ROOMS = (() => {
   const spec = env('ROOMS', '');
   if (!spec) {
-    const capacity = number('CAPACITY', undefined, { min: 1, integer: true });
-    const rate = number('RATE_PER_MINUTE', undefined, { min: 1, integer: true });
+    const capacity = number('CAPACITY', undefined, { min: 1, integer: true, required: LIMITS_HINT });
+    const rate = number('RATE_PER_MINUTE', undefined, { min: 1, integer: true, required: LIMITS_HINT });
     return [
       {
         id: null,
