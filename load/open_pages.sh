@@ -13,7 +13,10 @@
 #      /admin/config); from that moment to the event saying "admitted" on each called visitor's
 #      stream (p50/p99/max, client clock), the same from the event's own lastUpdated (proxy
 #      clock), and to the new position on every other stream;
-#   5. nginx holding PAGES idle keep-alive connections (one small answer each), side by side.
+#   5. nginx holding PAGES idle keep-alive connections (one small answer each), side by side;
+#   6. a bare Pingora proxy (examples/bare_pingora.rs: `upstream_peer` only, Pingora's defaults)
+#      holding the same PAGES idle keep-alive connections (one request proxied to the origin
+#      each): the part of a connection's memory that is Pingora's own.
 #
 #   load/open_pages.sh                                    # 10 000 pages, the release build
 #   PAGES=18000 BIN=/path/to/waitroom-proxy load/open_pages.sh
@@ -28,6 +31,9 @@
 #              from the idle streams' (default 20; 0 skips it)
 #   CALL       visitors let in for the push latency (default 1000; 0 skips it)
 #   NGINX_IDLE 1: also nginx holding PAGES idle connections (default 1)
+#   BARE       1: also the bare Pingora proxy holding PAGES idle connections (default 1)
+#   BARE_BIN   its binary (default $CARGO_TARGET_DIR/release/examples/bare_pingora; built if
+#              missing)
 #   HEAPTRACK  1: run the proxy under heaptrack, print the top allocation sites by peak memory
 #              (heaptrack_print) into the results; its figures of RSS and CPU are heaptrack's,
 #              not the proxy's (default 0)
@@ -50,6 +56,7 @@ IDLE_S=${IDLE_S:-60}
 BASE_S=${BASE_S:-20}
 CALL=${CALL:-1000}
 NGINX_IDLE=${NGINX_IDLE:-1}
+BARE=${BARE:-1}
 HEAPTRACK=${HEAPTRACK:-0}
 KEEP_TMP=${KEEP_TMP:-0}
 
@@ -76,6 +83,11 @@ if [[ -z ${BIN:-} ]]; then
     [[ -x $BIN ]] || cargo build --release --bin waitroom-proxy
 fi
 [[ -x $BIN ]] || die "no proxy binary at $BIN"
+if [[ $BARE == 1 && -z ${BARE_BIN:-} ]]; then
+    BARE_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/bare_pingora"
+    [[ -x $BARE_BIN ]] || cargo build --release --example bare_pingora
+fi
+[[ $BARE != 1 || -x $BARE_BIN ]] || die "no bare Pingora proxy at $BARE_BIN"
 
 # Descriptors: the proxy and the client each need PAGES + a margin.
 hard=$(ulimit -Hn)
@@ -466,6 +478,28 @@ if [[ $NGINX_IDLE == 1 ]]; then
     stop_client
     stop_server "$NG_PID"
 fi
+
+# ---------------------------------------------------------------- 6. bare Pingora, idle connections
+if [[ $BARE == 1 ]]; then
+    free_port BARE_PORT
+    "$BARE_BIN" "127.0.0.1:$BARE_PORT" "127.0.0.1:$ORIGIN_PORT" "$THREADS" >"$TMP/bare.log" 2>&1 &
+    BARE_PID=$!
+    PIDS+=("$BARE_PID:INT")
+    wait_listening "$BARE_PORT" bare "$BARE_PID" 30
+    sleep 1
+    R[bare_rss0]=$(rss_kb "$BARE_PID")
+    log "6. bare Pingora: $PAGES idle keep-alive connections (load $(load1))"
+    start_client "$BARE_PORT" "$PAGES" "$TMP/client-bare.txt"
+    ready=$(client_wait ready 900)
+    log "   $ready"
+    R[bare_open]=$(field "$ready" open)
+    R[bare_statuses]=$(field "$ready" statuses)
+    sleep 3
+    R[bare_rss1]=$(rss_kb "$BARE_PID")
+    R[bare_load]=$(load1)
+    stop_client
+    stop_server "$BARE_PID"
+fi
 R[load_end]=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------- report
@@ -479,6 +513,10 @@ REPORT="| what | connections | RSS before MiB | RSS with them MiB | KiB each | l
 if [[ $NGINX_IDLE == 1 ]]; then
     REPORT+="
 | nginx $("$NGINX_BIN" -v 2>&1 | sed 's/.*nginx\///'), master + $THREADS workers: idle keep-alive connection (one answer each) | ${R[ng_open]} | $(mib "${R[ng_rss0]}") | $(mib "${R[ng_rss1]}") | $(kib_per "${R[ng_rss0]}" "${R[ng_rss1]}" "${R[ng_open]}") | ${R[ng_load]} |"
+fi
+if [[ $BARE == 1 ]]; then
+    REPORT+="
+| bare Pingora proxy (examples/bare_pingora.rs, Pingora's defaults, $THREADS threads): idle keep-alive connection (one request proxied, statuses ${R[bare_statuses]}) | ${R[bare_open]} | $(mib "${R[bare_rss0]}") | $(mib "${R[bare_rss1]}") | $(kib_per "${R[bare_rss0]}" "${R[bare_rss1]}" "${R[bare_open]}") | ${R[bare_load]} |"
 fi
 REPORT+="
 

@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used)]
 //! TLS with certificates made by the test: visitors speak HTTPS (HTTP/2 by ALPN) to the proxy;
 //! the proxy speaks TLS to the origin, trusting a CA file, checking the name it asked for (SNI);
-//! a certificate nobody vouches for gets the branded 502.
+//! a certificate nobody vouches for gets the branded 502; an HTTP/2 connection that asks for
+//! nothing is closed at `keepalive_timeout`.
 
 mod common;
 
@@ -257,4 +258,77 @@ async fn an_http2_authority_for_another_host_never_reaches_the_origin() {
         Some(format!("shop.test:{}", proxy.port).as_str()),
         "the HTTP/1.1 origin gets the request's authority as Host"
     );
+}
+
+/// An HTTP/2 connection that opens and then asks for nothing is closed at `keepalive_timeout`
+/// (Pingora's `h2_idle_timeout`, which the proxy sets from it), not held for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_http2_connection_is_closed_at_keepalive_timeout() {
+    use std::time::{Duration, Instant};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::TlsConnector;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+
+    let ca = TestCa::new();
+    let leaf = ca.leaf(&["localhost"], "proxy");
+    let listen = format!(
+        "certificate = \"{}\"\nkey = \"{}\"\nkeepalive_timeout = \"2s\"",
+        leaf.certificate.display(),
+        leaf.key.display()
+    );
+    let origin = StubOrigin::start();
+    let proxy = TestProxy::start_sections(
+        origin.addr,
+        origin,
+        Sections {
+            listen: &listen,
+            room: "total_active_users = 10\nnew_users_per_minute = 1000",
+            ..Sections::default()
+        },
+    );
+
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(ca.ca_pem.as_bytes()).unwrap())
+        .unwrap();
+    let mut config = ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", proxy.port))
+        .await
+        .unwrap();
+    let mut tls = TlsConnector::from(std::sync::Arc::new(config))
+        .connect(ServerName::try_from("localhost").unwrap(), tcp)
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    // The client preface and an empty SETTINGS frame: a valid HTTP/2 connection, no stream.
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    tls.write_all(&hello).await.unwrap();
+    let opened = Instant::now();
+
+    let mut sent = Vec::new();
+    let mut buf = [0u8; 1024];
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match tls.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => sent.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    let after = opened.elapsed();
+    assert!(closed.is_ok(), "still open after 10 s");
+    assert!(
+        after >= Duration::from_millis(1500),
+        "closed after {after:?}: before keepalive_timeout, so not for being idle"
+    );
+    // The server's SETTINGS came first (type 4 on stream 0): the connection was good.
+    assert!(sent.len() >= 9 && sent[3] == 4, "{sent:?}");
 }

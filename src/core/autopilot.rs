@@ -14,8 +14,8 @@
 //!
 //! The rules of a step, in order (each hold says why in [`Controller::status`]):
 //! 1. Hold when paused, for a window begun before the last change, for a window with fewer than
-//!    `min_requests` origin exchanges (no traffic: no change), or within `min_interval` of the
-//!    last change.
+//!    `min_requests` origin exchanges (no traffic: no change), or for a window that ended within
+//!    `min_interval` of the end of the window that made the last change.
 //! 2. Breach (p95 above `latency_target`, or error rate above `error_rate_max`): down to the
 //!    occupancy the origin can take, estimated from the window: its occupancy less its queue,
 //!    the share of its requests in flight (Little's law on the latency sum) beyond what a p95
@@ -25,7 +25,8 @@
 //!    rule, not the limit), and only if below the capacity: while the room drains after a cut,
 //!    windows that still breach lower it again only if they ask for less.
 //! 3. Healthy (p95 and error rate under their limits by the `hysteresis` margin) and saturated
-//!    (mean occupancy within 5 % of the capacity with people waiting at every tick): up. By half
+//!    (occupancy within 5 % of the capacity at some tick, with people waiting at every tick):
+//!    up. By half
 //!    per window until the first breach or two windows in the band (TCP's slow start); then half
 //!    way to where the last breach put the knee (after 1, 2, 4... calm windows when the knee
 //!    breaches again at the same place), or, past it, by the square root of the capacity. Both
@@ -318,6 +319,15 @@ pub fn window_start(now: Millis, window_ms: Millis) -> Millis {
     now - now.rem_euclid(window_ms)
 }
 
+/// How long after a window's end the leader waits before judging it: every instance reports at
+/// its first admission tick after the end (200 ms by default), so a fraction of a second is
+/// enough; a quarter of the window, between 250 ms and 1.5 s. The controller takes a change as in
+/// force from the judged window's end (the next window is judged), so the grace is also how much
+/// of that next window still ran under the replaced limits: kept short.
+pub fn judging_grace(window_ms: Millis) -> Millis {
+    (window_ms / 4).clamp(250, 1_500)
+}
+
 /// One instance's current window: records exchanges and hands over each window once it is over.
 #[derive(Debug, Clone)]
 pub struct Recorder {
@@ -360,6 +370,8 @@ pub struct RoomObservation {
     /// Visitors inside (passes plus called), averaged over the window's admission ticks, each
     /// taken after the tick's admissions.
     pub occupancy: u64,
+    /// The most visitors inside at any tick: the limit was reached if this is at it.
+    pub peak: u64,
     /// The fewest visitors waiting at any tick: above zero, people waited all window long.
     pub waiting: u64,
 }
@@ -369,6 +381,7 @@ pub struct RoomObservation {
 pub struct RoomWindow {
     ticks: u64,
     occupancy_sum: u64,
+    peak: u64,
     waiting_min: Option<u64>,
 }
 
@@ -377,6 +390,7 @@ impl RoomWindow {
     pub fn tick(&mut self, occupancy: u64, waiting: u64) {
         self.ticks += 1;
         self.occupancy_sum = self.occupancy_sum.saturating_add(occupancy);
+        self.peak = self.peak.max(occupancy);
         self.waiting_min = Some(self.waiting_min.map_or(waiting, |w| w.min(waiting)));
     }
 
@@ -385,6 +399,7 @@ impl RoomWindow {
         let waiting = self.waiting_min?;
         Some(RoomObservation {
             occupancy: (self.occupancy_sum + self.ticks / 2) / self.ticks,
+            peak: self.peak,
             waiting,
         })
     }
@@ -616,6 +631,8 @@ enum Phase {
 /// 95 % (a breach always moves the limit) of the window's occupancy.
 const CUT_DEEPEST: f64 = 0.5;
 const CUT_SHALLOWEST: f64 = 0.95;
+/// A window in which the room was still above the limit cuts it by a quarter at most.
+const DRAINING_CUT_DEEPEST: f64 = 0.65;
 /// Patience doubles at most 5 times: 32 calm windows (about 5 minutes of 10 s windows).
 const MAX_PATIENCE_DOUBLINGS: u32 = 5;
 /// "At the limit": the window's mean occupancy within 5 % of the capacity.
@@ -641,6 +658,7 @@ pub struct Controller {
     paused: bool,
     /// Windows that began earlier are not judged: they saw limits since replaced.
     judge_from: Millis,
+    /// The end of the window that made the last change up or down.
     last_change_at: Option<Millis>,
     /// Where the last breach put the knee: the occupancy at which p95 would have met the target
     /// (the breached window's occupancy less its queue). Increases approach it by halves.
@@ -787,7 +805,7 @@ impl Controller {
         window: &Signal,
         room: RoomObservation,
     ) -> Option<Decision> {
-        match self.judge(now, window, room) {
+        match self.judge(window, room) {
             Verdict::Hold(why) => {
                 self.last_step = why;
                 None
@@ -799,6 +817,7 @@ impl Controller {
             } => {
                 // The window is spent: the next one judged begins after it.
                 self.judge_from = self.judge_from.max(window.ended_at);
+                self.last_change_at = Some(window.ended_at);
                 self.calm = 0;
                 self.last_step = reason.clone();
                 Some(self.apply(now, direction, capacity, reason))
@@ -866,9 +885,6 @@ impl Controller {
     ) -> Decision {
         let from = self.current;
         self.current = self.setpoint_for(capacity);
-        if direction != Direction::Set {
-            self.last_change_at = Some(now);
-        }
         self.changed_at = Some(now);
         self.reason = reason.clone();
         Decision {
@@ -880,7 +896,7 @@ impl Controller {
         }
     }
 
-    fn judge(&mut self, now: Millis, window: &Signal, room: RoomObservation) -> Verdict {
+    fn judge(&mut self, window: &Signal, room: RoomObservation) -> Verdict {
         let s = self.settings.clone();
         if self.paused {
             return Verdict::Hold("paused".into());
@@ -898,7 +914,10 @@ impl Controller {
             ));
         }
         if let Some(last) = self.last_change_at {
-            let since = now - last;
+            // Measured between judged windows, not ticks: a leader's tick lands up to a tick
+            // later than the last one after a window's end, and the next window after a change
+            // must not be refused for that.
+            let since = window.ended_at - last;
             if since < duration_ms(s.min_interval) {
                 return Verdict::Hold(format!(
                     "last change {} ago, less than min_interval {}",
@@ -957,13 +976,28 @@ impl Controller {
                 1
             };
             self.ceiling = Some(knee);
-            let wanted = wanted.clamp(occupancy * CUT_DEEPEST, occupancy * CUT_SHALLOWEST);
+            let mut wanted = wanted.clamp(occupancy * CUT_DEEPEST, occupancy * CUT_SHALLOWEST);
+            let draining = room.peak > capacity;
+            if draining {
+                // Still draining after the last cut: the window's p95 is the load before the
+                // cut's, its mean occupancy partly the load after it, and together they ask for
+                // too deep a cut. About a third off the limit at most; the next window at the
+                // limit reads true (NewReno cuts once per window of data in flight, in spirit).
+                wanted = wanted.max(capacity as f64 * DRAINING_CUT_DEEPEST);
+            }
             let proposed = s.clamp(wanted.floor() as u64);
             if proposed < capacity {
                 return Verdict::Change {
                     direction: Direction::Down,
                     capacity: proposed,
-                    reason: format!("breach: {reading} -> {proposed}"),
+                    reason: if draining {
+                        format!(
+                            "breach: {reading}; the room was still above the limit (up to {} inside): a third off at most -> {proposed}",
+                            room.peak
+                        )
+                    } else {
+                        format!("breach: {reading} -> {proposed}")
+                    },
                 };
             }
             return Verdict::Hold(if capacity <= s.min_active_users {
@@ -991,7 +1025,10 @@ impl Controller {
             ));
         }
         self.in_band = 0;
-        let saturated = room.waiting > 0 && room.occupancy * 100 >= capacity * SATURATED_PERCENT;
+        // The peak, not the mean: a window after a raise ran its first tick or two (the leader's
+        // grace) under the old limit, and its mean stays below the new one however fast the
+        // room filled it.
+        let saturated = room.waiting > 0 && room.peak * 100 >= capacity * SATURATED_PERCENT;
         if !saturated {
             self.calm = 0;
             return Verdict::Hold(format!(

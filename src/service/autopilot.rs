@@ -30,7 +30,8 @@ use crate::clock::{Millis, SharedClock};
 use crate::config::RoomSettings;
 use crate::config::model::AutopilotConfig;
 use crate::core::autopilot::{
-    Controller, Decision, RoomObservation, RoomWindow, Setpoint, Settings, Status, window_start,
+    Controller, Decision, RoomObservation, RoomWindow, Setpoint, Settings, Status, judging_grace,
+    window_start,
 };
 use crate::core::room::RoomCounts;
 use crate::room::{LiveSettings, Pilot, StoreHealth};
@@ -52,15 +53,6 @@ fn window_ms(settings: &Settings) -> Millis {
     Millis::try_from(settings.window.as_millis())
         .unwrap_or(Millis::MAX)
         .max(1)
-}
-
-/// How long after a window's end the leader waits before reading it: every instance reports at
-/// its first tick after the end (200 ms by default), so a fraction of a second is enough; a
-/// quarter of the window, between 250 ms and 1.5 s. The controller takes a change as in force
-/// from the judged window's end (its epoch rule: the next window is judged), so the grace is
-/// also how much of that next window still ran under the replaced limits: kept short.
-fn grace_ms(window_ms: Millis) -> Millis {
-    (window_ms / 4).clamp(250, 1_500)
 }
 
 /// What only the leader holds.
@@ -312,7 +304,7 @@ impl RoomPilotLoop {
         if let Some(counts) = counts {
             l.observe(now, counts);
         }
-        let grace = grace_ms(window_ms(&l.settings));
+        let grace = judging_grace(window_ms(&l.settings));
         while let Some(&(start, end, seen)) = l.finished.front() {
             if now < end + grace {
                 break;

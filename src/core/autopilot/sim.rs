@@ -10,10 +10,11 @@
 //! A visitor inside the room views `pages` pages: a request, the response, a think time
 //! (uniform within +-50 % of `think_ms`), the next request; after the last page it leaves and
 //! frees its place. So in flight ~ occupancy x latency / (latency + think), and a slow origin
-//! also keeps visitors inside longer. The room admits once a second (as the admission loop
-//! does): within the capacity, through the real token bucket, from a crowd of `crowd` people.
+//! also keeps visitors inside longer. The room admits every 200 ms (the admission loop's default
+//! tick): within the capacity, through the real token bucket, from a crowd of `crowd` people.
 //! Every `window` the instance's [`Recorder`] hands its window to the [`Controller`], with what
-//! the ticks saw of the room.
+//! the ticks saw of the room, at the first tick after the leader's grace (as the proxy does: the
+//! next window's first ticks still run under the limits it replaces).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -26,6 +27,8 @@ use super::*;
 use crate::core::bucket::TokenBucket;
 
 const SECOND_US: i64 = 1_000_000;
+/// The admission loop's tick, as the proxy's default `admission_interval`.
+const TICK_US: i64 = 200_000;
 
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -153,18 +156,22 @@ impl Run {
         moves.windows(2).filter(|w| w[0] != w[1]).count()
     }
 
-    /// The first window boundary from which every window's p95 up to `to_ms` is within
-    /// `target_ms`: the run has settled there. None if it never does.
+    /// The first window boundary from which no two windows in a row up to `to_ms` have a p95
+    /// above `target_ms`: the run has settled there. A window over it alone is a probe of the
+    /// knee, or the shop's own noise at the knee; the
+    /// callers count those apart. None if it never settles.
     pub fn settled_at(&self, window_ms: Millis, target_ms: f64, to_ms: Millis) -> Option<Millis> {
         let mut settled = None;
+        let mut previous_over = false;
         let mut t = 0;
         while t + window_ms <= to_ms {
-            match self.p95_ms(t, t + window_ms) {
-                Some(p) if p > target_ms => settled = None,
-                _ => {
-                    settled.get_or_insert(t);
-                }
+            let over = self.p95_ms(t, t + window_ms).is_some_and(|p| p > target_ms);
+            if over && previous_over {
+                settled = None;
+            } else if !over {
+                settled.get_or_insert(t);
             }
+            previous_over = over;
             t += window_ms;
         }
         settled
@@ -186,6 +193,8 @@ struct Sim {
     bucket: TokenBucket,
     recorder: Recorder,
     room: RoomWindow,
+    /// Finished windows waiting for the leader's grace before they are judged.
+    judging: VecDeque<(Signal, RoomObservation)>,
     controller: Option<Controller>,
     run: Run,
 }
@@ -257,9 +266,18 @@ impl Sim {
 
     fn tick(&mut self, now: i64) {
         let now_ms = now / 1000;
-        if let Some(window) = self.recorder.roll(now_ms) {
-            let seen = self.room.take();
-            if let (Some(controller), Some(seen)) = (self.controller.as_mut(), seen) {
+        if let Some(window) = self.recorder.roll(now_ms)
+            && let Some(seen) = self.room.take()
+        {
+            self.judging.push_back((window, seen));
+        }
+        while let Some((window, _)) = self.judging.front()
+            && now_ms >= window.ended_at + judging_grace(window.ended_at - window.started_at)
+        {
+            let Some((window, seen)) = self.judging.pop_front() else {
+                break;
+            };
+            if let Some(controller) = self.controller.as_mut() {
                 if let Some(decision) = controller.step(now_ms, &window, seen) {
                     self.limits = decision.to;
                     self.run.decisions.push(decision);
@@ -267,7 +285,7 @@ impl Sim {
                 self.run.steps.push((now_ms, controller.status().last_step));
             }
         }
-        let arrived = self.s.arrivals_per_minute * (now_ms as u64 + 1000) / 60_000
+        let arrived = self.s.arrivals_per_minute * (now_ms as u64 + TICK_US as u64 / 1000) / 60_000
             - self.s.arrivals_per_minute * now_ms as u64 / 60_000;
         self.waiting = self.waiting.saturating_add(arrived);
         let l = self.limits;
@@ -291,13 +309,15 @@ impl Sim {
             self.schedule(arrives, Event::Send { visitor });
         }
         self.room.tick(self.inside, self.waiting);
-        self.run.seconds.push(Second {
-            at_ms: now_ms,
-            capacity: l.total_active_users,
-            occupancy: self.inside,
-        });
-        if now_ms + 1000 < self.s.duration_ms {
-            self.schedule(now + SECOND_US, Event::Tick);
+        if now % SECOND_US == 0 {
+            self.run.seconds.push(Second {
+                at_ms: now_ms,
+                capacity: l.total_active_users,
+                occupancy: self.inside,
+            });
+        }
+        if now_ms + TICK_US / 1000 < self.s.duration_ms {
+            self.schedule(now + TICK_US, Event::Tick);
         }
     }
 }
@@ -327,6 +347,7 @@ pub fn run(s: &Scenario) -> Run {
         bucket: TokenBucket::full(limits.burst, 0),
         recorder: Recorder::new(window, 0),
         room: RoomWindow::default(),
+        judging: VecDeque::new(),
         controller,
         run: Run::default(),
         s: s.clone(),

@@ -50,6 +50,7 @@ fn fast(k: i64) -> Signal {
 fn full(occupancy: u64) -> RoomObservation {
     RoomObservation {
         occupancy,
+        peak: occupancy,
         waiting: 500,
     }
 }
@@ -226,16 +227,17 @@ fn the_recorder_cuts_windows_on_the_clock_and_hands_each_over_once() {
 }
 
 #[test]
-fn the_room_window_averages_occupancy_and_keeps_the_fewest_waiting() {
+fn the_room_window_averages_occupancy_and_keeps_its_peak_and_the_fewest_waiting() {
     let mut w = RoomWindow::default();
     assert_eq!(w.observation(), None);
-    w.tick(100, 50);
-    w.tick(101, 0);
+    w.tick(90, 50);
+    w.tick(103, 0);
     w.tick(101, 70);
     assert_eq!(
         w.take(),
         Some(RoomObservation {
-            occupancy: 101,
+            occupancy: 98,
+            peak: 103,
             waiting: 0
         })
     );
@@ -421,6 +423,7 @@ fn one_slow_request_does_not_move_the_room() {
     assert!(w.p95().unwrap() < Duration::from_millis(60));
     let not_full = RoomObservation {
         occupancy: 100,
+        peak: 100,
         waiting: 0,
     };
     assert_eq!(step(&mut c, 0, &w, not_full), None);
@@ -545,6 +548,7 @@ fn while_the_room_drains_after_a_cut_it_only_cuts_again_if_the_reading_asks_for_
     // before: its reading asks for ~167-172, which the last cut already covers... or not.
     let draining = RoomObservation {
         occupancy: 195,
+        peak: 195,
         waiting: 500,
     };
     assert_eq!(
@@ -556,9 +560,16 @@ fn while_the_room_drains_after_a_cut_it_only_cuts_again_if_the_reading_asks_for_
         "{}",
         c.status().last_step
     );
-    // A worse reading while draining: 195 - 100 * (1 - 225/~1015) = 117.
-    let d = step(&mut c, 2, &window(2, &[(1_000, 1000)], 0), draining).unwrap();
-    assert_eq!(d.to.total_active_users, 117);
+    // A much worse reading while draining asks for 195 - 200 * (1 - 225/~2030) = 17, no deeper
+    // than half the occupancy: 97. But the room was above the limit all window: its p95 is
+    // partly the load before the cut. 65 % of the limit at least: 111.
+    let d = step(&mut c, 2, &window(2, &[(2_000, 1000)], 0), draining).unwrap();
+    assert_eq!(d.to.total_active_users, 111);
+    assert!(d.reason.contains("still above"), "{}", d.reason);
+    // At the limit, the reading is the limit's own: 111 - 100 * (1 - 225/~1015) = 33, no deeper
+    // than half the occupancy: 55.
+    let d = step(&mut c, 3, &window(3, &[(1_000, 1000)], 0), full(111)).unwrap();
+    assert_eq!(d.to.total_active_users, 55);
 }
 
 #[test]
@@ -602,10 +613,12 @@ fn a_limit_traffic_did_not_reach_is_never_raised() {
     let mut c = controller(200);
     let below = RoomObservation {
         occupancy: 189, // under 95 % of 200
+        peak: 189,
         waiting: 1000,
     };
     let nobody_waiting = RoomObservation {
         occupancy: 200,
+        peak: 200,
         waiting: 0,
     };
     for k in 0..20 {
@@ -625,10 +638,43 @@ fn a_limit_traffic_did_not_reach_is_never_raised() {
         &fast(20),
         RoomObservation {
             occupancy: 190,
+            peak: 190,
             waiting: 1,
         },
     );
     assert_eq!(d.unwrap().direction, Direction::Up);
+}
+
+#[test]
+fn the_window_after_a_raise_counts_as_full_when_the_room_reached_the_new_limit() {
+    let mut c = controller(100);
+    assert_eq!(
+        step(&mut c, 0, &fast(0), full(100))
+            .unwrap()
+            .to
+            .total_active_users,
+        150
+    );
+    // The leader's grace: the next window's first ticks still ran at 100, then the room filled
+    // to 150. Its mean (140) is under 95 % of 150; it reached the limit all the same.
+    let filling = RoomObservation {
+        occupancy: 140,
+        peak: 150,
+        waiting: 300,
+    };
+    assert_eq!(
+        step(&mut c, 1, &fast(1), filling)
+            .unwrap()
+            .to
+            .total_active_users,
+        225
+    );
+    // Had it not reached the new limit, the limit was not exercised.
+    let short_of_it = RoomObservation {
+        peak: 210,
+        ..filling
+    };
+    assert_eq!(step(&mut c, 2, &fast(2), short_of_it), None);
 }
 
 #[test]
@@ -929,6 +975,7 @@ proptest! {
             let w = window(k, &[(r.latency_ms, ok.min(slow)), (20, ok - ok.min(slow))], errors);
             let room = RoomObservation {
                 occupancy: cap * r.occupancy_per_cent / 100,
+                peak: cap * r.occupancy_per_cent / 100,
                 waiting: r.waiting,
             };
             if r.paused { c.pause(T0 + k * W) } else if c.is_paused() { c.resume(T0 + k * W) }
@@ -961,7 +1008,7 @@ proptest! {
                 Direction::Up => {
                     prop_assert!(!breach);
                     prop_assert!(p95.is_some_and(|p| p.as_secs_f64() <= target.as_secs_f64() * 0.8));
-                    prop_assert!(room.waiting > 0 && room.occupancy * 100 >= cap * 95, "exercised");
+                    prop_assert!(room.waiting > 0 && room.peak * 100 >= cap * 95, "exercised");
                     prop_assert!(now.total_active_users <= (cap + cap.div_ceil(2)).max(min));
                 }
                 Direction::Set => prop_assert!(false, "a step never sets"),
@@ -983,8 +1030,9 @@ fn sweep(s: &Scenario) -> (u64, f64) {
 }
 
 /// How a run settled: from the first window boundary after which the capacity stays between
-/// 85 % (below the knee throughput follows the capacity) and 110 % of the best static one, and no 10 s window's p95 is more than 10 % over the target (what
-/// is left are the probes of the knee), to the end.
+/// 85 % (below the knee throughput follows the capacity) and 110 % of the best static one, and
+/// no two 10 s windows in a row have a p95 more than 10 % over the target (one alone is a probe
+/// of the knee, or the shop's noise at it; they are counted in `windows_over`), to the end.
 struct Settling {
     at: Millis,
     p95: f64,
@@ -1061,8 +1109,10 @@ fn settles(base: &Scenario, first: u64, (best, best_throughput): (u64, f64)) -> 
         "from {first}: {} reversals",
         got.reversals
     );
+    // Windows over the target after settling: the probes, and the shop's own noise at the
+    // knee; about one in ten at most.
     assert!(
-        got.windows_over <= 2,
+        got.windows_over <= 3,
         "from {first}: {} windows over",
         got.windows_over
     );
