@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test waitroom has, as CI runs them: formatting, lints, the shipped configs checked by the
 # binary itself, the unit, integration and Redis tests (which start their own redis-server
-# processes on free ports), the browser tests in headless Chromium, and the k6 flash crowds.
-# One debug build serves all of it.
+# processes on free ports), the browser tests in headless Chromium, the k6 flash crowds and the
+# autopilot's short runs against a shop with a known knee. One debug build serves all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -26,3 +26,8 @@ WAITROOM_BIN="$PWD/target/debug/waitroom-proxy" e2e/run.sh
 load/flashcrowd.sh memory
 load/flashcrowd.sh redis
 ROOMS=2 load/flashcrowd.sh redis
+# The autopilot's short run (issue #16, under 2 minutes each): a static sweep, then the autopilot
+# from 5x too high, the shop turning 2x slower and back to normal, judged against the sweep's
+# best limit; one proxy on the memory store, then two proxies sharing one Redis.
+SHORT=1 WAITROOM_BIN="$PWD/target/debug/waitroom-proxy" load/autopilot.sh
+SHORT=1 REDIS=1 WAITROOM_BIN="$PWD/target/debug/waitroom-proxy" load/autopilot.sh
