@@ -27,8 +27,8 @@ What it checks (the issue's criteria; printed as PASS/FAIL, also in OUT/<store>-
          110 % of the target (but for at most 3 probes of the knee, each over it for at most
          10 s + one window: one window breached and the limit cut back) and the limit within
          +-15 % of where it sits at the end (the median over the measured part); over the next
-         MEASURE_AFTER seconds the origin's p95 is within the target and the room admits at least
-         THROUGHPUT_SHARE of what the best static limit admitted
+         MEASURE_AFTER seconds the origin's p95 is within the target (times AFTER_TOLERANCE) and
+         the room admits at least THROUGHPUT_SHARE of what the best static limit admitted
   high, slower origin  within SLOW_REACT_SECONDS the limit falls and the origin's p95 (last 5 s)
          is back within the target, and stays within 110 % of it until normal speed
   high, normal speed again  the limit recovers to 90 % of where it was before the slowdown
@@ -64,6 +64,9 @@ cut short; its thresholds scaled to its windows and visits, set from runs of bot
                  later, the room drains in about a visit (2 s), and the origin's p95 is read over
                  the last 5 s: 12 s at best]
   THROUGHPUT_SHARE [0.85]
+  AFTER_TOLERANCE  the origin's p95 over MEASURE_AFTER may be this share of the target [1.0;
+                 1.1: 20 s of 2 s windows can hold a probe of the knee, which the full run's
+                 60 s dilutes]
   ARRIVALS       visitors a second [1.1 x what the knee serves: people wait all along, and
                  the line stays short enough for one machine to play the crowd]
   RUSH           visitors in the first RUSH_SECONDS [5] of each phase [2 x the best static]
@@ -135,6 +138,7 @@ SETTLE_S = env_float("SETTLE_SECONDS", 120, 25)
 MEASURE_AFTER_S = env_float("MEASURE_AFTER", 60, 20)
 SLOW_REACT_S = env_float("SLOW_REACT_SECONDS", 30, 15)
 SHARE = env_float("THROUGHPUT_SHARE", 0.85)
+AFTER_TOLERANCE = env_float("AFTER_TOLERANCE", 1.0, 1.1)
 MAX_WAIT_S = env_float("MAX_WAIT", 30, 10)
 REFRESH = env("REFRESH", "2s", "1s")
 OUT = os.path.join(ROOT, env("OUT", "load/results/autopilot"))
@@ -691,9 +695,9 @@ def judge_autopilot(rows, settle_end, best, after):
         (f"settled within {SETTLE_S:.0f} s (at {fmt(settled_at)} s, limit {fmt(final)}, "
          f"{fmt(probes)} probes of the knee after)",
          settled_at is not None and settled_at <= SETTLE_S),
-        (f"p95 within the target after settling ({after['p95_ms']} ms over the last "
-         f"{after['window_s']:.0f} s)",
-         after["p95_ms"] is not None and after["p95_ms"] <= TARGET_MS),
+        (f"p95 within {AFTER_TOLERANCE:.0%} of the target after settling ({after['p95_ms']} ms "
+         f"over the last {after['window_s']:.0f} s)",
+         after["p95_ms"] is not None and after["p95_ms"] <= AFTER_TOLERANCE * TARGET_MS),
         (f"admits at least {SHARE:.0%} of the best static ({fmt(admitted, 2)}/s = "
          f"{fmt(share and share * 100)} % of {fmt(best['admitted_per_s'], 2)}/s)",
          share is not None and share >= SHARE),
