@@ -455,6 +455,24 @@ else
     stop_server "$WR_PID"
 fi
 
+# PAGES idle keep-alive connections to another server, one request answered on each, its RSS
+# before and with them: R[<prefix>_open], _statuses, _rss0, _rss1, _load.
+hold_idle() { # prefix port pids...
+    local prefix=$1 port=$2 ready
+    shift 2
+    R[${prefix}_rss0]=$(rss_kb "$@")
+    log "   $prefix: $PAGES idle keep-alive connections (load $(load1))"
+    start_client "$port" "$PAGES" "$TMP/client-$prefix.txt"
+    ready=$(client_wait ready 900)
+    log "   $ready"
+    R[${prefix}_open]=$(field "$ready" open)
+    R[${prefix}_statuses]=$(field "$ready" statuses)
+    sleep 3
+    R[${prefix}_rss1]=$(rss_kb "$@")
+    R[${prefix}_load]=$(load1)
+    stop_client
+}
+
 # ---------------------------------------------------------------- 5. nginx, idle connections
 if [[ $NGINX_IDLE == 1 ]]; then
     free_port NGINX_PORT
@@ -464,18 +482,9 @@ if [[ $NGINX_IDLE == 1 ]]; then
     sleep 1
     # shellcheck disable=SC2046
     NG_PIDS="$NG_PID $(nginx_workers "$NG_PID")"
+    log "5. nginx"
     # shellcheck disable=SC2086
-    R[ng_rss0]=$(rss_kb $NG_PIDS)
-    log "5. nginx: $PAGES idle keep-alive connections (load $(load1))"
-    start_client "$NGINX_PORT" "$PAGES" "$TMP/client-nginx.txt"
-    ready=$(client_wait ready 900)
-    log "   $ready"
-    R[ng_open]=$(field "$ready" open)
-    sleep 3
-    # shellcheck disable=SC2086
-    R[ng_rss1]=$(rss_kb $NG_PIDS)
-    R[ng_load]=$(load1)
-    stop_client
+    hold_idle ng "$NGINX_PORT" $NG_PIDS
     stop_server "$NG_PID"
 fi
 
@@ -486,18 +495,9 @@ if [[ $BARE == 1 ]]; then
     BARE_PID=$!
     PIDS+=("$BARE_PID:INT")
     wait_listening "$BARE_PORT" bare "$BARE_PID" 30
+    log "6. bare Pingora"
     sleep 1
-    R[bare_rss0]=$(rss_kb "$BARE_PID")
-    log "6. bare Pingora: $PAGES idle keep-alive connections (load $(load1))"
-    start_client "$BARE_PORT" "$PAGES" "$TMP/client-bare.txt"
-    ready=$(client_wait ready 900)
-    log "   $ready"
-    R[bare_open]=$(field "$ready" open)
-    R[bare_statuses]=$(field "$ready" statuses)
-    sleep 3
-    R[bare_rss1]=$(rss_kb "$BARE_PID")
-    R[bare_load]=$(load1)
-    stop_client
+    hold_idle bare "$BARE_PORT" "$BARE_PID"
     stop_server "$BARE_PID"
 fi
 R[load_end]=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -19,25 +19,32 @@ fn https_client(ca: &TestCa, port: u16) -> reqwest::ClientBuilder {
         .resolve("localhost", addr)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn visitors_get_https_with_http2_and_http1_still_works() {
-    let ca = TestCa::new();
-    let leaf = ca.leaf(&["localhost"], "proxy");
+/// The proxy serving HTTPS with a certificate from `ca` for `names`; `listen` and `room` are more
+/// lines of those sections.
+fn https_proxy(ca: &TestCa, names: &[&str], listen: &str, room: &str) -> TestProxy {
+    let leaf = ca.leaf(names, "proxy");
     let listen = format!(
-        "certificate = \"{}\"\nkey = \"{}\"",
+        "certificate = \"{}\"\nkey = \"{}\"\n{listen}",
         leaf.certificate.display(),
         leaf.key.display()
     );
+    let room = format!("total_active_users = 10\nnew_users_per_minute = 1000\n{room}");
     let origin = StubOrigin::start();
-    let proxy = TestProxy::start_sections(
+    TestProxy::start_sections(
         origin.addr,
         origin,
         Sections {
             listen: &listen,
-            room: "total_active_users = 10\nnew_users_per_minute = 1000",
+            room: &room,
             ..Sections::default()
         },
-    );
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visitors_get_https_with_http2_and_http1_still_works() {
+    let ca = TestCa::new();
+    let proxy = https_proxy(&ca, &["localhost"], "", "");
     let url = format!("https://localhost:{}/shoes", proxy.port);
 
     let h2 = https_client(&ca, proxy.port).build().unwrap();
@@ -213,21 +220,11 @@ fn bad_tls_files_stop_the_start_naming_the_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http2_authority_for_another_host_never_reaches_the_origin() {
     let ca = TestCa::new();
-    let leaf = ca.leaf(&["shop.test", "other.test"], "proxy");
-    let listen = format!(
-        "certificate = \"{}\"\nkey = \"{}\"",
-        leaf.certificate.display(),
-        leaf.key.display()
-    );
-    let origin = StubOrigin::start();
-    let proxy = TestProxy::start_sections(
-        origin.addr,
-        origin,
-        Sections {
-            listen: &listen,
-            room: "host = \"shop.test\"\ntotal_active_users = 10\nnew_users_per_minute = 1000",
-            ..Sections::default()
-        },
+    let proxy = https_proxy(
+        &ca,
+        &["shop.test", "other.test"],
+        "",
+        "host = \"shop.test\"",
     );
     let addr: SocketAddr = ([127, 0, 0, 1], proxy.port).into();
     let h2 = reqwest::Client::builder()
@@ -273,22 +270,7 @@ async fn an_idle_http2_connection_is_closed_at_keepalive_timeout() {
     use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
     let ca = TestCa::new();
-    let leaf = ca.leaf(&["localhost"], "proxy");
-    let listen = format!(
-        "certificate = \"{}\"\nkey = \"{}\"\nkeepalive_timeout = \"2s\"",
-        leaf.certificate.display(),
-        leaf.key.display()
-    );
-    let origin = StubOrigin::start();
-    let proxy = TestProxy::start_sections(
-        origin.addr,
-        origin,
-        Sections {
-            listen: &listen,
-            room: "total_active_users = 10\nnew_users_per_minute = 1000",
-            ..Sections::default()
-        },
-    );
+    let proxy = https_proxy(&ca, &["localhost"], "keepalive_timeout = \"2s\"", "");
 
     let mut roots = RootCertStore::empty();
     roots

@@ -271,12 +271,9 @@ impl Sim {
         {
             self.judging.push_back((window, seen));
         }
-        while let Some((window, _)) = self.judging.front()
-            && now_ms >= window.ended_at + judging_grace(window.ended_at - window.started_at)
-        {
-            let Some((window, seen)) = self.judging.pop_front() else {
-                break;
-            };
+        while let Some((window, seen)) = self.judging.pop_front_if(|(window, _)| {
+            now_ms >= window.ended_at + judging_grace(window.ended_at - window.started_at)
+        }) {
             if let Some(controller) = self.controller.as_mut() {
                 if let Some(decision) = controller.step(now_ms, &window, seen) {
                     self.limits = decision.to;
