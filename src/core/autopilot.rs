@@ -23,15 +23,18 @@
 //!    against the target); for errors, the occupancy times `error_rate_max / error rate`. The
 //!    cut is between 50 % and 95 % of the occupancy (the load that breached, TCP's flight-size
 //!    rule, not the limit), and only if below the capacity: while the room drains after a cut,
-//!    windows that still breach lower it again only if they ask for less.
+//!    windows that still breach lower it again only if they ask for less, and by about a third
+//!    of the limit at most. A p95 over twice the target (the origin changed) halves the
+//!    occupancy, unless the room is still draining.
 //! 3. Healthy (p95 and error rate under their limits by the `hysteresis` margin) and saturated
 //!    (occupancy within 5 % of the capacity at some tick, with people waiting at every tick):
-//!    up. By half
-//!    per window until the first breach or two windows in the band (TCP's slow start); then half
-//!    way to where the last breach put the knee (after 1, 2, 4... calm windows when the knee
-//!    breaches again at the same place), or, past it, by the square root of the capacity. Both
-//!    steps shrink as p95 nears the band (whole at half its floor, one visitor at the floor);
-//!    never more than +50 % at once.
+//!    up. By half per window until the first breach or two windows in the band (TCP's slow
+//!    start); then half way to where the last breach put the knee, or, at or past it, by 2 %
+//!    (a probe). Either waits 1, 2, 4... calm windows when the knee breaches again at the same
+//!    place (within 10 %), so probing a knee that stays put gets rarer. 10 % past the last
+//!    breach, or with p95 under half the band's floor, the breach is forgotten and the limit
+//!    grows by the square root of the capacity, less as p95 nears the band (whole at half its
+//!    floor, one visitor at the floor). Never more than +50 % at once.
 //! 4. Otherwise (in the band between the hysteresis margin and the limits, or not saturated):
 //!    hold.
 //! 5. The rate and the burst follow the capacity in the operator's ratios; all stay >= 1, the
@@ -631,11 +634,17 @@ enum Phase {
 /// 95 % (a breach always moves the limit) of the window's occupancy.
 const CUT_DEEPEST: f64 = 0.5;
 const CUT_SHALLOWEST: f64 = 0.95;
-/// A window in which the room was still above the limit cuts it by a quarter at most.
+/// A window in which the room was still above the limit cuts it by about a third at most.
 const DRAINING_CUT_DEEPEST: f64 = 0.65;
+/// A window whose p95 is more than this many times the target (and the room not draining)
+/// halves the occupancy.
+const SEVERE_BREACH: f64 = 2.0;
+/// A probe past the knee the last breach showed: 2 % of the capacity, one visitor at least. Five
+/// probes without a breach take the room 10 % past it, where the breach is forgotten.
+const PROBE_STEP: f64 = 0.02;
 /// Patience doubles at most 5 times: 32 calm windows (about 5 minutes of 10 s windows).
 const MAX_PATIENCE_DOUBLINGS: u32 = 5;
-/// "At the limit": the window's mean occupancy within 5 % of the capacity.
+/// "At the limit": the room's peak occupancy in the window within 5 % of the capacity.
 const SATURATED_PERCENT: u64 = 95;
 
 enum Verdict {
@@ -664,7 +673,8 @@ pub struct Controller {
     /// (the breached window's occupancy less its queue). Increases approach it by halves.
     ceiling: Option<u64>,
     /// Breaches in a row that put the knee at about the same place (within 10 %): each doubles
-    /// the calm windows needed before approaching it again, so probing the knee gets rarer.
+    /// the calm windows needed before approaching it or probing past it again, so probing the
+    /// knee gets rarer.
     breaches_here: u32,
     /// Healthy, full windows in a row since the last change.
     calm: u32,
@@ -978,26 +988,33 @@ impl Controller {
             self.ceiling = Some(knee);
             let mut wanted = wanted.clamp(occupancy * CUT_DEEPEST, occupancy * CUT_SHALLOWEST);
             let draining = room.peak > capacity;
-            if draining {
+            let severe = p95.is_some_and(|p| p.as_micros() as f64 > SEVERE_BREACH * target_us);
+            let how = if draining {
                 // Still draining after the last cut: the window's p95 is the load before the
                 // cut's, its mean occupancy partly the load after it, and together they ask for
                 // too deep a cut. About a third off the limit at most; the next window at the
                 // limit reads true (NewReno cuts once per window of data in flight, in spirit).
                 wanted = wanted.max(capacity as f64 * DRAINING_CUT_DEEPEST);
-            }
+                format!(
+                    "; the room was still above the limit (up to {} inside): a third off at most",
+                    room.peak
+                )
+            } else if severe {
+                // The origin itself changed (a slower deploy, a cold cache): the window mixes
+                // the load before the change with the latency after it, its mean in-flight
+                // count reads too little of the queue, and the estimate cuts too little. Half
+                // the occupancy, as TCP halves on a loss; the windows after it refine.
+                wanted = occupancy * CUT_DEEPEST;
+                format!("; p95 over {SEVERE_BREACH} times the target: half the occupancy")
+            } else {
+                String::new()
+            };
             let proposed = s.clamp(wanted.floor() as u64);
             if proposed < capacity {
                 return Verdict::Change {
                     direction: Direction::Down,
                     capacity: proposed,
-                    reason: if draining {
-                        format!(
-                            "breach: {reading}; the room was still above the limit (up to {} inside): a third off at most -> {proposed}",
-                            room.peak
-                        )
-                    } else {
-                        format!("breach: {reading} -> {proposed}")
-                    },
+                    reason: format!("breach: {reading}{how} -> {proposed}"),
                 };
             }
             return Verdict::Hold(if capacity <= s.min_active_users {
@@ -1067,15 +1084,34 @@ impl Controller {
                     "half way to the knee the last breach showed",
                 )
             }
-            (Phase::Steady, _) => (
+            (Phase::Steady, Some(breach)) => {
+                // At or past where the last breach put the knee: each step past it is a probe,
+                // small (CUBIC's plateau around its last loss) and, when the knee breached at
+                // the same place again, as patient as the approach. Without this a knee sharper
+                // than a square-root step (a few visitors from the band's floor to the target)
+                // was probed every few windows, each probe a window over the target.
+                if self.calm < self.patience() {
+                    return Verdict::Hold(format!(
+                        "healthy and full, {reading}: calm window {} of {} before probing past the knee the last breach showed ({breach})",
+                        self.calm,
+                        self.patience()
+                    ));
+                }
+                (
+                    (capacity as f64 * PROBE_STEP).ceil() as u64,
+                    "probing past the knee the last breach showed, +2 %",
+                )
+            }
+            (Phase::Steady, None) => (
                 (isqrt_ceil(capacity) as f64 * headroom).ceil() as u64,
                 "+sqrt(capacity), less as p95 nears the band",
             ),
         };
         // Never more than +50 % at once, even where a square root is more (tiny rooms).
         let proposed = s.clamp(capacity + step.clamp(1, capacity.div_ceil(2)));
-        if self.ceiling.is_some_and(|b| proposed > b) {
-            // Healthy and full up to the last breach: it no longer describes the origin.
+        if self.ceiling.is_some_and(|b| proposed * 10 > b * 11) {
+            // Healthy and full beyond where a breach would count as the same knee: the last
+            // breach no longer describes the origin.
             self.forget_breach();
         }
         Verdict::Change {

@@ -433,35 +433,35 @@ fn one_slow_request_does_not_move_the_room() {
 #[test]
 fn a_latency_breach_cuts_to_the_occupancy_the_origin_can_take() {
     let mut c = controller(200);
-    // 1000 requests of 500 ms in 10 s: 50 in flight on average; p95 ~507 ms (in its bucket).
-    let w = window(0, &[(500, 1000)], 0);
+    // 1000 requests of 450 ms in 10 s: 45 in flight on average; p95 ~457 ms (in its bucket).
+    let w = window(0, &[(450, 1000)], 0);
     let p95 = w.p95().unwrap().as_micros() as f64;
-    assert!((w.in_flight() - 50.0).abs() < 1e-9);
+    assert!((w.in_flight() - 45.0).abs() < 1e-9);
     let d = step(&mut c, 0, &w, full(200)).unwrap();
-    // Of the 50 in flight, the share above a p95 of 225 ms (the middle of the band) is queued:
-    // 200 - 50 * (1 - 225/507) = 172.
-    let expected = (200.0 - 50.0 * (1.0 - 225_000.0 / p95)).floor() as u64;
-    assert_eq!(expected, 172);
+    // Of the 45 in flight, the share above a p95 of 225 ms (the middle of the band) is queued:
+    // 200 - 45 * (1 - 225/457) = 177.
+    let expected = (200.0 - 45.0 * (1.0 - 225_000.0 / p95)).floor() as u64;
+    assert_eq!(expected, 177);
     assert_eq!(d.direction, Direction::Down);
     assert_eq!(
         (d.from, d.to),
         (
             start(200),
             Setpoint {
-                total_active_users: 172,
-                new_users_per_minute: 1720,
-                burst: 1720
+                total_active_users: 177,
+                new_users_per_minute: 1770,
+                burst: 1770
             }
         )
     );
     assert_eq!(d.at, T0 + W);
     assert!(
-        d.reason.starts_with("breach: p95 507 ms (target 250 ms)"),
+        d.reason.starts_with("breach: p95 457 ms (target 250 ms)"),
         "{}",
         d.reason
     );
     assert!(d.to_string().starts_with(
-        "autopilot: total_active_users 200 -> 172, new_users_per_minute 2000 -> 1720: breach"
+        "autopilot: total_active_users 200 -> 177, new_users_per_minute 2000 -> 1770: breach"
     ));
     assert_eq!(c.status().changed_at, Some(T0 + W));
     assert_eq!(c.status().phase, "steady");
@@ -542,10 +542,10 @@ fn it_never_goes_below_min_active_users() {
 #[test]
 fn while_the_room_drains_after_a_cut_it_only_cuts_again_if_the_reading_asks_for_less() {
     let mut c = controller(200);
-    let d = step(&mut c, 0, &window(0, &[(500, 1000)], 0), full(200)).unwrap();
-    assert_eq!(d.to.total_active_users, 172);
-    // Next window: nobody was evicted, 195 still inside on average, the origin still as slow as
-    // before: its reading asks for ~167-172, which the last cut already covers... or not.
+    let d = step(&mut c, 0, &window(0, &[(450, 1000)], 0), full(200)).unwrap();
+    assert_eq!(d.to.total_active_users, 177);
+    // Next window: nobody was evicted, 195 still inside on average, the origin at 300 ms: its
+    // reading asks for 195 - 30 * (1 - 225/~305) = 187, which the last cut already covers.
     let draining = RoomObservation {
         occupancy: 195,
         peak: 195,
@@ -561,19 +561,38 @@ fn while_the_room_drains_after_a_cut_it_only_cuts_again_if_the_reading_asks_for_
         c.status().last_step
     );
     // A much worse reading while draining asks for 195 - 200 * (1 - 225/~2030) = 17, no deeper
-    // than half the occupancy: 97. But the room was above the limit all window: its p95 is
-    // partly the load before the cut. 65 % of the limit at least: 111.
+    // than half the occupancy: 97; its p95 is over twice the target. But the room was above the
+    // limit all window: its p95 is partly the load before the cut. 65 % of the limit at least:
+    // 115.
     let d = step(&mut c, 2, &window(2, &[(2_000, 1000)], 0), draining).unwrap();
-    assert_eq!(d.to.total_active_users, 111);
+    assert_eq!(d.to.total_active_users, 115);
     assert!(d.reason.contains("still above"), "{}", d.reason);
-    // At the limit, the reading is the limit's own: 111 - 100 * (1 - 225/~1015) = 33, no deeper
-    // than half the occupancy: 55.
-    let d = step(&mut c, 3, &window(3, &[(1_000, 1000)], 0), full(111)).unwrap();
-    assert_eq!(d.to.total_active_users, 55);
+    // At the limit, the reading is the limit's own, and p95 ~1015 ms is over twice the target:
+    // half the occupancy, 57.
+    let d = step(&mut c, 3, &window(3, &[(1_000, 1000)], 0), full(115)).unwrap();
+    assert_eq!(d.to.total_active_users, 57);
+    assert!(d.reason.contains("half the occupancy"), "{}", d.reason);
 }
 
 #[test]
-fn healthy_and_full_it_grows_by_half_until_the_first_breach_then_by_square_roots() {
+fn a_p95_over_twice_the_target_halves_the_occupancy() {
+    // 600 ms at 200 inside with 20 in flight: the estimate alone would ask for
+    // 200 - 20 * (1 - 225/~620) = 187, as if the queue were the whole story. The origin itself
+    // turned slow: half the room.
+    let mut c = controller(200);
+    let w = window(0, &[(600, 333)], 0);
+    assert!((w.in_flight() - 19.98).abs() < 1e-9);
+    let d = step(&mut c, 0, &w, full(200)).unwrap();
+    assert_eq!(d.to.total_active_users, 100);
+    assert!(d.reason.contains("over 2 times the target"), "{}", d.reason);
+    // Up to twice the target (480 ms) the estimate stands: 100 - 48 * (1 - 225/~490) = 74.
+    let d = step(&mut c, 1, &window(1, &[(480, 1000)], 0), full(100)).unwrap();
+    assert_eq!(d.to.total_active_users, 74);
+    assert!(!d.reason.contains("half the occupancy"), "{}", d.reason);
+}
+
+#[test]
+fn healthy_and_full_it_grows_by_half_until_the_first_breach_then_probes_the_knee_by_two_percent() {
     let mut c = controller(40);
     let mut k = 0;
     for expected in [60, 90, 135, 203] {
@@ -592,20 +611,32 @@ fn healthy_and_full_it_grows_by_half_until_the_first_breach_then_by_square_roots
     let after_cut = d.to.total_active_users;
     assert_eq!(after_cut, 192); // 203 - 30 * (1 - 225/~301) = 195.4, but at least 5 % off
     // Healthy again (p95 ~155 ms, under the band but not far under). That breach put the knee
-    // at 203 - 30 * (1 - 250/~310) = 197: half way there each window (at least 1), then square
-    // roots scaled by how far p95 is under the band (2 * (1 - 155/200) of 15 = 7).
-    for expected in [194, 195, 196, 197, 204] {
+    // at 203 - 30 * (1 - 250/~310) = 197: half way there each window (at least 1); past it,
+    // probes of 2 % (one window of patience after a first breach there); 10 % past it (217) the
+    // breach no longer describes the origin: square roots scaled by how far p95 is under the
+    // band (2 * (1 - 155/200) of 15 = 7).
+    for (expected, how) in [
+        (194, "half way"),
+        (195, "half way"),
+        (196, "half way"),
+        (197, "half way"),
+        (201, "probing past"),
+        (206, "probing past"),
+        (211, "probing past"),
+        (216, "probing past"),
+        (221, "probing past"),
+        (228, "+sqrt"),
+    ] {
         k += 1;
         let room = full(capacity(&c));
         let d = step(&mut c, k, &window(k, &[(150, 1000)], 0), room).unwrap();
         assert_eq!(d.to.total_active_users, expected);
-        let how = if expected < 204 { "half way" } else { "+sqrt" };
         assert!(d.reason.contains(how), "{}", d.reason);
     }
     // Far under the band (p95 under half its floor): whole square roots.
     k += 1;
-    let d = step(&mut c, k, &fast(k), full(204)).unwrap();
-    assert_eq!(d.to.total_active_users, 219);
+    let d = step(&mut c, k, &fast(k), full(228)).unwrap();
+    assert_eq!(d.to.total_active_users, 244);
 }
 
 #[test]
@@ -891,6 +922,44 @@ fn probing_the_same_knee_again_needs_ever_more_calm_windows() {
     // Far below the band (p95 under half of 200 ms): the origin has room, the memory goes.
     let room = full(capacity(&c));
     assert!(step(&mut c, k, &fast(k), room).is_some());
+}
+
+#[test]
+fn probing_past_a_sharp_knee_gets_rarer_too() {
+    // An origin whose p95 jumps from 150 ms to 300 ms past 100 inside: sharper than one step.
+    // After each breach the limit climbs back to where that breach put the knee and past it;
+    // the probes past it wait as long as the approaches do, so the breaches spread out.
+    let mut c = controller(100);
+    let mut breaches = Vec::new();
+    let mut limits = Vec::new();
+    for k in 0..400 {
+        let inside = capacity(&c);
+        limits.push(inside);
+        let w = if inside > 100 {
+            window(k, &[(300, 1000)], 0)
+        } else {
+            window(k, &[(150, 1000)], 0)
+        };
+        if step(&mut c, k, &w, full(inside)).is_some_and(|d| d.direction == Direction::Down) {
+            breaches.push(k);
+        }
+    }
+    let gaps: Vec<i64> = breaches.windows(2).map(|b| b[1] - b[0]).collect();
+    assert!(breaches.len() >= 4, "it keeps probing: {breaches:?}");
+    assert!(
+        gaps.windows(2).all(|g| g[1] >= g[0]),
+        "gaps between probes never shrink: {gaps:?}"
+    );
+    assert!(
+        gaps.last().is_some_and(|g| *g >= 32),
+        "after a few probes at the same place, one in 32 windows or fewer: {gaps:?}"
+    );
+    let late = &limits[200..];
+    let near = late.iter().filter(|l| (90..=100).contains(*l)).count();
+    assert!(
+        near * 10 >= late.len() * 9,
+        "it rests just under the knee: {late:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
