@@ -65,10 +65,11 @@ and 160 ms at the same occupancy; 2 of 11 runs of this controller failed on that
   LOW_SECONDS [180; 45]  HIGH_SECONDS [180; 50]  SLOW_SECONDS [90; 15]  RECOVER_SECONDS [150; 20]
   SETTLE_SECONDS [120; 30: the whole rush inside at 5x the knee is cut in two windows and
                  drains for about a visit, and the climb back, read from 2 s windows that lag
-                 the room by about a visit, can overshoot the knee once]  MEASURE_AFTER [60; 20]  SLOW_REACT_SECONDS [30; 15: a cut is
-                 judged a window and a grace after the slowdown (2.5 s), a second one a window
-                 later, the room drains in about a visit (2 s), and the origin's p95 is read over
-                 the last 5 s: 12 s at best]
+                 the room by about a visit, can overshoot the knee once]
+  MEASURE_AFTER [60; 20]
+  SLOW_REACT_SECONDS [30; 15: a cut is judged a window and a grace after the slowdown (2.5 s),
+                 a second one a window later, the room drains in about a visit (2 s), and the
+                 origin's p95 is read over the last 5 s: 12 s at best]
   THROUGHPUT_SHARE [0.85]
   AFTER_TOLERANCE  the origin's p95 over MEASURE_AFTER may be this share of the target [1.0;
                  1.1: 20 s of 2 s windows can hold a probe of the knee, which the full run's

@@ -1071,36 +1071,36 @@ impl Controller {
                 (capacity.div_ceil(2) as f64 * headroom).ceil() as u64,
                 "slow start, +50 %, less as p95 nears the band",
             ),
-            (Phase::Steady, Some(breach)) if capacity < breach => {
-                if self.calm < self.patience() {
-                    return Verdict::Hold(format!(
-                        "healthy and full, {reading}: calm window {} of {} before approaching the knee the last breach showed ({breach})",
-                        self.calm,
-                        self.patience()
-                    ));
-                }
-                (
-                    ((breach - capacity) / 2).max(1),
-                    "half way to the knee the last breach showed",
-                )
-            }
             (Phase::Steady, Some(breach)) => {
-                // At or past where the last breach put the knee: each step past it is a probe,
-                // small (CUBIC's plateau around its last loss) and, when the knee breached at
-                // the same place again, as patient as the approach. Without this a knee sharper
-                // than a square-root step (a few visitors from the band's floor to the target)
-                // was probed every few windows, each probe a window over the target.
+                // Towards the knee the last breach showed, then past it by small probes
+                // (CUBIC's plateau around its last loss); both wait longer each time the knee
+                // breaches at the same place. A knee sharper than a square-root step (a few
+                // visitors from the band's floor to the target) was otherwise probed every few
+                // windows, each probe a window over the target.
+                let towards = capacity < breach;
+                let what = if towards {
+                    "approaching"
+                } else {
+                    "probing past"
+                };
                 if self.calm < self.patience() {
                     return Verdict::Hold(format!(
-                        "healthy and full, {reading}: calm window {} of {} before probing past the knee the last breach showed ({breach})",
+                        "healthy and full, {reading}: calm window {} of {} before {what} the knee the last breach showed ({breach})",
                         self.calm,
                         self.patience()
                     ));
                 }
-                (
-                    (capacity as f64 * PROBE_STEP).ceil() as u64,
-                    "probing past the knee the last breach showed, +2 %",
-                )
+                if towards {
+                    (
+                        ((breach - capacity) / 2).max(1),
+                        "half way to the knee the last breach showed",
+                    )
+                } else {
+                    (
+                        (capacity as f64 * PROBE_STEP).ceil() as u64,
+                        "probing past the knee the last breach showed, +2 %",
+                    )
+                }
             }
             (Phase::Steady, None) => (
                 (isqrt_ceil(capacity) as f64 * headroom).ceil() as u64,
