@@ -24,9 +24,10 @@ What it checks (the issue's criteria; printed as PASS/FAIL, also in OUT/<store>-
   sweep  a limit within the target exists, and it is not the highest tried (the knee is inside
          the sweep)
   low, high  settled within SETTLE_SECONDS: from then on the origin's 10 s p95 stays within
-         110 % of the target (but for at most 3 probes of the knee, each over it for at most
-         10 s + one window: one window breached and the limit cut back) and the limit within
-         +-15 % of where it sits at the end (the median over the measured part); over the next
+         110 % of the target and the limit within +-15 % of where it sits at the end (the median
+         over the measured part), but for at most 3 probes of the knee (the limit above that
+         band, and the p95 over it, each for at most 10 s + one window: one window breached and
+         the limit cut back); over the next
          MEASURE_AFTER seconds the origin's p95 is within the target (times AFTER_TOLERANCE) and
          the room admits at least THROUGHPUT_SHARE of what the best static limit admitted
   high, slower origin  within SLOW_REACT_SECONDS the limit falls and the origin's p95 (last 5 s)
@@ -656,26 +657,32 @@ PROBE_SECONDS = 10 + WINDOW_S
 MAX_PROBES = 3
 
 
-def over_episodes(rows):
-    """Lengths (s) of the runs of samples whose 10 s p95 is over 110 % of the target."""
-    episodes, start, last = [], None, None
+def episodes(rows, outside):
+    """Lengths (s) of the runs of samples for which `outside(row)` holds."""
+    found, start, last = [], None, None
     for r in rows:
         t = float(r["elapsed_s"])
-        if (value(r, "origin_p95_10s_ms") or 0) > 1.1 * TARGET_MS:
+        if outside(r):
             start = t if start is None else start
             last = t
         elif start is not None:
-            episodes.append(last - start + 1)
+            found.append(last - start + 1)
             start = None
     if start is not None:
-        episodes.append(last - start + 1)
-    return episodes
+        found.append(last - start + 1)
+    return found
+
+
+def probes_only(runs):
+    """At most MAX_PROBES runs, each at most PROBE_SECONDS long."""
+    return len(runs) <= MAX_PROBES and all(e <= PROBE_SECONDS for e in runs)
 
 
 def judge_autopilot(rows, settle_end, best, after):
-    """Settled: from when on the origin's 10 s p95 stays within 110 % of the target, but for at
-    most MAX_PROBES probes of the knee (each over for at most PROBE_SECONDS), and the limit within
-    +-15 % of where it sits over the measured part at the end (its median)."""
+    """Settled: from when on the origin's 10 s p95 stays within 110 % of the target and the limit
+    within +-15 % of where it sits over the measured part at the end (its median), but for at most
+    MAX_PROBES probes of the knee, each at most PROBE_SECONDS: the limit raised past the band,
+    and the p95 over it for a window's worth of samples after."""
     part = [r for r in rows_between(rows, 0, settle_end) if value(r, "limit") is not None]
     # Where it settled: the median limit of the measured part at the end (one sample at the end
     # can be a step of the knee's probing, a few visitors off).
@@ -688,13 +695,12 @@ def judge_autopilot(rows, settle_end, best, after):
         rest = part[i:]
         # Settled at a sample within the target: what is over from the start is not a probe.
         within = (value(r, "origin_p95_10s_ms") or 0) <= 1.1 * TARGET_MS
-        episodes = over_episodes(rest)
-        p95_ok = within and len(episodes) <= MAX_PROBES and all(e <= PROBE_SECONDS
-                                                                 for e in episodes)
-        limit_ok = all(abs(value(x, "limit") - final) <= 0.15 * final for x in rest)
-        if p95_ok and limit_ok:
+        over = episodes(rest, lambda x: (value(x, "origin_p95_10s_ms") or 0) > 1.1 * TARGET_MS)
+        above = episodes(rest, lambda x: value(x, "limit") > 1.15 * final)
+        below = any(value(x, "limit") < 0.85 * final for x in rest)
+        if within and probes_only(over) and probes_only(above) and not below:
             settled_at = float(r["elapsed_s"])
-            probes = len(episodes)
+            probes = len(over)
             break
     admitted = admitted_per_s(rows, start, settle_end)
     share = admitted / best["admitted_per_s"] if admitted and best["admitted_per_s"] else None
