@@ -53,6 +53,16 @@ pub enum Token {
     Pass(Pass),
 }
 
+impl Token {
+    /// The visitor the token belongs to: a ticket and the pass it became share their id.
+    pub fn visitor(&self) -> &str {
+        match self {
+            Token::Ticket(t) => &t.id,
+            Token::Pass(p) => &p.id,
+        }
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 struct Claims {
     /// "ticket" or "pass".

@@ -17,8 +17,8 @@ use waitroom::core::ip_limit::{IpClaim, IpLimits, RETAIN_LIVE_MS};
 use waitroom::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 use waitroom::store::redis::{RedisOptions, RedisStore, TimeSource};
 use waitroom::store::{
-    AutopilotRecord, AutopilotState, Joined, SavedSettings, Store, StoreError, StoreResult,
-    TicketPlace, window_kept_until,
+    AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
+    StoreResult, TicketPlace, window_kept_until,
 };
 
 use common::conformance::limits;
@@ -67,8 +67,8 @@ impl Store for Served {
     async fn touch_pass(&self, id: &str, e: &str, l: &Limits) -> StoreResult<Option<Millis>> {
         self.store.touch_pass(id, e, l).await
     }
-    async fn end_pass(&self, id: &str, l: &Limits) -> StoreResult<bool> {
-        self.store.end_pass(id, l).await
+    async fn end_pass(&self, id: &str, r: RevokeReason, l: &Limits) -> StoreResult<bool> {
+        self.store.end_pass(id, r, l).await
     }
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
         self.store.leave_queue(id).await
@@ -76,8 +76,11 @@ impl Store for Served {
     async fn claim_ticket(&self, ip: &str, t: &str, l: &IpLimits) -> StoreResult<IpClaim> {
         self.store.claim_ticket(ip, t, l).await
     }
-    fn is_revoked(&self, id: &str) -> bool {
-        self.store.is_revoked(id)
+    fn revoked(&self, id: &str) -> Option<RevokeReason> {
+        self.store.revoked(id)
+    }
+    async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64> {
+        self.store.note_network(pass, network, window_ms).await
     }
     async fn admission_round(&self, l: &Limits, fence: u64) -> StoreResult<RoundReport> {
         self.store.admission_round(l, fence).await
@@ -186,7 +189,7 @@ async fn two_instances_act_as_one_room() {
             }
             let _ = store.poll(&id, &l).await.unwrap();
             if i % 7 == 0 {
-                store.end_pass(&id, &l).await.unwrap();
+                store.end_pass(&id, RevokeReason::Ended, &l).await.unwrap();
             }
             store.counts().await.unwrap().occupancy()
         }));
@@ -229,11 +232,14 @@ async fn a_revocation_on_one_instance_is_refused_by_the_others_within_a_second()
     let (a, b) = (connect().await.unwrap(), connect().await.unwrap());
     let l = limits(10, 100);
     a.admit_directly("x", &l).await.unwrap().unwrap();
-    assert!(!b.is_revoked("x"));
-    assert!(a.end_pass("x", &l).await.unwrap());
-    assert!(a.is_revoked("x"), "at once on the instance that ended it");
+    assert!(b.revoked("x").is_none());
+    assert!(a.end_pass("x", RevokeReason::Ended, &l).await.unwrap());
+    assert!(
+        a.revoked("x").is_some(),
+        "at once on the instance that ended it"
+    );
     let started = Instant::now();
-    while !b.is_revoked("x") {
+    while b.revoked("x").is_none() {
         assert!(
             started.elapsed() < Duration::from_secs(1),
             "b still admits x"
@@ -251,13 +257,38 @@ async fn a_revocation_on_one_instance_is_refused_by_the_others_within_a_second()
         .to_string();
     server.command(&["ZADD", "wrtest:{revoke}:revoked", &until, "missed"]);
     let started = Instant::now();
-    while !b.is_revoked("missed") {
+    while b.revoked("missed").is_none() {
         assert!(
             started.elapsed() < Duration::from_millis(1_500),
             "reload missed it"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    assert_eq!(b.revoked("missed"), Some(RevokeReason::Ended));
+
+    // Why a pass was revoked travels with it: by the feed, and by the reload.
+    a.admit_directly("y", &l).await.unwrap().unwrap();
+    assert!(a.end_pass("y", RevokeReason::Shared, &l).await.unwrap());
+    let started = Instant::now();
+    while b.revoked("y").is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "b still admits y"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(b.revoked("y"), Some(RevokeReason::Shared));
+    server.command(&["ZADD", "wrtest:{revoke}:revoked", &until, "z"]);
+    server.command(&["ZADD", "wrtest:{revoke}:revoked", &until, "shared:z"]);
+    let started = Instant::now();
+    while b.revoked("z").is_none() {
+        assert!(
+            started.elapsed() < Duration::from_millis(1_500),
+            "reload missed z"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(b.revoked("z"), Some(RevokeReason::Shared));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -400,7 +431,7 @@ async fn an_outage_fails_fast_and_the_same_store_recovers() {
     let a = store(&server, "outage", &clock).await;
     let l = limits(2, 100);
     a.admit_directly("p", &l).await.unwrap().unwrap();
-    a.end_pass("p", &l).await.unwrap();
+    a.end_pass("p", RevokeReason::Ended, &l).await.unwrap();
     a.join("w", None, &l).await.unwrap();
 
     server.kill();
@@ -422,7 +453,10 @@ async fn an_outage_fails_fast_and_the_same_store_recovers() {
         assert!(matches!(a.counts().await, Err(StoreError::Unavailable(_))));
         assert!(started.elapsed() < 2 * COMMAND_TIMEOUT + Duration::from_millis(250));
     }
-    assert!(a.is_revoked("p"), "revocations are still refused locally");
+    assert!(
+        a.revoked("p").is_some(),
+        "revocations are still refused locally"
+    );
 
     server.restart();
 
@@ -710,7 +744,9 @@ async fn a_redis_cluster_passes_the_conformance_checks() {
         a_window_nobody_reported_reads_empty,
         reported_windows_are_kept_for_a_few_windows,
         only_the_current_leader_writes_the_autopilot_record,
-        the_pause_switch_is_kept_apart_from_the_record
+        the_pause_switch_is_kept_apart_from_the_record,
+        a_pass_revoked_for_sharing_says_why,
+        a_pass_counts_its_networks_within_a_session
     );
 
     // Revocations reach the other instances whichever node holds the room.
@@ -722,9 +758,9 @@ async fn a_redis_cluster_passes_the_conformance_checks() {
         );
         let l = limits(5, 100);
         a.admit_directly("x", &l).await.unwrap().unwrap();
-        a.end_pass("x", &l).await.unwrap();
+        a.end_pass("x", RevokeReason::Ended, &l).await.unwrap();
         let started = Instant::now();
-        while !b.is_revoked("x") {
+        while b.revoked("x").is_none() {
             assert!(
                 started.elapsed() < Duration::from_secs(1),
                 "{room}: b still admits x"
@@ -885,9 +921,9 @@ async fn one_room_through(url: &str, room: &str) -> (RedisStore, RedisStore) {
     let l = limits(1, 100);
     a.admit_directly("p", &l).await.unwrap().unwrap();
     assert_eq!(b.join("w", None, &l).await.unwrap().position, 1);
-    a.end_pass("p", &l).await.unwrap();
+    a.end_pass("p", RevokeReason::Ended, &l).await.unwrap();
     let started = Instant::now();
-    while !b.is_revoked("p") {
+    while b.revoked("p").is_none() {
         assert!(
             started.elapsed() < Duration::from_secs(2),
             "b still admits p"
@@ -914,9 +950,9 @@ async fn a_password_in_the_url_connects_and_reconnects_after_an_outage() {
 
     eventually(|| a.ping()).await;
     eventually(|| a.admit_directly("q", &l)).await;
-    a.end_pass("q", &l).await.unwrap();
+    a.end_pass("q", RevokeReason::Ended, &l).await.unwrap();
     let started = Instant::now();
-    while !b.is_revoked("q") {
+    while b.revoked("q").is_none() {
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "b does not follow revocations after the outage"

@@ -268,6 +268,11 @@ pub struct PassSection {
     pub cookie_name: String,
     pub cookie_secure: bool,
     pub cookie_samesite: String,
+    /// Client networks (IPv4 /24, IPv6 `rate_limit.ipv6_prefix`) a pass may be used from within
+    /// one session before it is revoked as shared; 0 turns it off.
+    pub max_networks: u64,
+    /// Requests to protected paths per pass and minute; beyond, 429. 0 turns it off.
+    pub max_requests_per_minute: u64,
 }
 
 impl Default for PassSection {
@@ -277,6 +282,8 @@ impl Default for PassSection {
             cookie_name: "waitroom".into(),
             cookie_secure: true,
             cookie_samesite: "Lax".into(),
+            max_networks: crate::config::model::DEFAULT_MAX_NETWORKS,
+            max_requests_per_minute: crate::config::model::DEFAULT_MAX_REQUESTS_PER_MINUTE,
         }
     }
 }

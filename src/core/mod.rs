@@ -9,3 +9,4 @@ pub mod ip_limit;
 pub mod queue;
 pub mod room;
 pub mod schedule;
+pub mod sharing;

@@ -5,7 +5,7 @@ use crate::config::RoomSettings;
 use crate::config::model::{OnUnreachable, TurnstileAction};
 use crate::request::view::Request;
 use crate::service::metrics::ChallengeResult;
-use crate::token::{Sighting, Ticket, Token, new_visitor_id};
+use crate::token::{Sighting, Ticket, new_visitor_id};
 use crate::turnstile::{self, PARKED_EPOCH, TokenError, Verification};
 
 use super::{Decided, Decision, Gate};
@@ -52,12 +52,10 @@ impl Gate {
             return Answered::NoChallenge;
         };
         // A second answer (another tab, a double submit) is not worth a siteverify call: the
-        // visitor's place or pass answers. A revoked pass is no pass: that visitor starts over.
-        let holds_place = match self.token(req) {
-            Some(Token::Ticket(_)) => true,
-            Some(Token::Pass(pass)) => !self.store.is_revoked(&pass.id),
-            None => false,
-        };
+        // visitor's place or pass answers. A revoked visitor holds neither: it starts over.
+        let holds_place = self
+            .token(req)
+            .is_some_and(|token| self.store.revoked(token.visitor()).is_none());
         if holds_place {
             return Answered::Decided(self.visit(req, ChallengeAnswer::None).await);
         }

@@ -24,8 +24,11 @@ pub enum Decision {
     Closed,
     /// A newcomer who would queue passes the bot challenge first; nothing is stored for it.
     Challenge { queued: u64, estimate: WaitEstimate },
-    /// A new ticket refused by the per-address limit.
+    /// A new ticket refused by the per-address limit, or a pass holder over its request rate.
     Limited { retry_after_secs: u64, limit: Limit },
+    /// The visitor's pass was revoked because it was used from too many networks: told why,
+    /// its cookie cleared (its next request starts over, like anyone's).
+    Shared,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +70,8 @@ pub enum Limit {
     TooFast,
     /// The address already holds its cap of tickets in line.
     TooManyLive,
+    /// A pass holder asks for more than `pass.max_requests_per_minute`.
+    PassRate,
 }
 
 /// What happened to a request on the protected route, as counted.
@@ -84,12 +89,14 @@ pub enum Outcome {
     Unprotected,
     /// Shown the bot challenge instead of a place (`[turnstile]`).
     Challenged,
-    /// Refused a new ticket by the per-address limit (429).
+    /// Refused a new ticket by the per-address limit, or a pass holder over its rate (429).
     Limited,
+    /// Held a pass revoked for sharing (403).
+    Revoked,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Passed,
         Outcome::Admitted,
         Outcome::Queued,
@@ -98,6 +105,7 @@ impl Outcome {
         Outcome::Unprotected,
         Outcome::Challenged,
         Outcome::Limited,
+        Outcome::Revoked,
     ];
 
     pub fn label(self) -> &'static str {
@@ -110,6 +118,7 @@ impl Outcome {
             Outcome::Unprotected => "unprotected",
             Outcome::Limited => "limited",
             Outcome::Challenged => "challenged",
+            Outcome::Revoked => "revoked",
         }
     }
 }
@@ -122,6 +131,7 @@ impl Decision {
             Decision::Closed => Outcome::Rejected,
             Decision::Challenge { .. } => Outcome::Challenged,
             Decision::Limited { .. } => Outcome::Limited,
+            Decision::Shared => Outcome::Revoked,
         }
     }
 }

@@ -27,11 +27,13 @@ use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::estimate::WaitEstimate;
 use crate::core::fairness::FairnessWindow;
 use crate::core::ip_limit::IpLimits;
+use crate::core::sharing::{PassLimits, PassUse, UseVerdict};
+use crate::request::client::network_key;
 use crate::request::crawler;
 use crate::request::view::Request;
 use crate::room::{LiveSettings, Pollers, StoreHealth, ViewCell};
 use crate::service::metrics::Metrics;
-use crate::store::{Store, StoreError};
+use crate::store::{RevokeReason, Store, StoreError};
 use crate::token::{Pass, Signer, Ticket, Token, new_visitor_id};
 use crate::turnstile::Turnstile;
 
@@ -42,6 +44,10 @@ const RENEW_AFTER_SHARE: Millis = 10;
 
 /// Admissions kept for the fairness figures (each claim compares itself with all of them).
 const FAIRNESS_WINDOW: usize = 1000;
+
+/// Passes whose use this instance follows at most (a few hundred bytes each); beyond, the
+/// ledger starts over and each pass reports its network once more.
+const PASS_USE_KEPT: usize = 200_000;
 
 /// What the gate is built from: the room's shared state (`room`) and the rest of the config.
 pub struct GateParts {
@@ -56,6 +62,8 @@ pub struct GateParts {
     pub cookie_name: String,
     pub on_store_error: OnStoreError,
     pub ip_limits: IpLimits,
+    /// `[pass]`: how one pass may be used (networks, requests per minute).
+    pub pass_limits: PassLimits,
     /// `[turnstile]`: newcomers pass a challenge before they get a place.
     pub turnstile: Option<Arc<Turnstile>>,
 }
@@ -72,9 +80,12 @@ pub struct Gate {
     cookie_name: String,
     on_store_error: OnStoreError,
     ip_limits: IpLimits,
+    pass_limits: PassLimits,
     turnstile: Option<Arc<Turnstile>>,
     /// This instance's last admissions, arrival against admission order.
     fairness: Mutex<FairnessWindow>,
+    /// What this instance saw of each pass's use.
+    pass_use: Mutex<PassUse>,
 }
 
 impl Gate {
@@ -91,6 +102,7 @@ impl Gate {
             cookie_name,
             on_store_error,
             ip_limits,
+            pass_limits,
             turnstile,
         } = parts;
         Self {
@@ -105,8 +117,10 @@ impl Gate {
             cookie_name,
             on_store_error,
             ip_limits,
+            pass_limits,
             turnstile,
             fairness: Mutex::new(FairnessWindow::new(FAIRNESS_WINDOW)),
+            pass_use: Mutex::new(PassUse::new(PASS_USE_KEPT)),
         }
     }
 
@@ -152,11 +166,14 @@ impl Gate {
         if settings.suspended {
             return Decision::Forward(Forward::plain(Outcome::Unprotected));
         }
-        match self.token(req) {
-            Some(Token::Pass(pass)) if !self.store.is_revoked(&pass.id) => {
-                self.holder(pass, settings, req, answer).await
-            }
-            Some(Token::Ticket(ticket)) => self.waiter(ticket, settings, req).await,
+        let token = self.token(req);
+        // A revocation covers the visitor, not just its cookie: the ticket its pass came from
+        // (or a copy of it) is refused like the pass.
+        let revoked = token.as_ref().and_then(|t| self.store.revoked(t.visitor()));
+        match (token, revoked) {
+            (Some(_), Some(RevokeReason::Shared)) => Decision::Shared,
+            (Some(Token::Pass(pass)), None) => self.holder(pass, settings, req, answer).await,
+            (Some(Token::Ticket(ticket)), None) => self.waiter(ticket, settings, req).await,
             _ => {
                 let id = match &answer {
                     ChallengeAnswer::Passed { claimed: Some(id) } => id.clone(),
@@ -192,6 +209,9 @@ impl Gate {
         req: &Request<'_>,
         answer: ChallengeAnswer,
     ) -> Decision {
+        if let Some(refused) = self.in_use(&pass.id, settings, req).await {
+            return refused;
+        }
         let now = self.clock.now_ms();
         let limits = settings.limits();
         let renew_after = limits.session_ms / RENEW_AFTER_SHARE;
@@ -249,7 +269,12 @@ impl Gate {
                 id,
                 epoch,
                 expires_at,
-            } => self.admitted(id, epoch, expires_at),
+            } => match self.in_use(&id, settings, req).await {
+                // A copy of a called ticket is held to the pass's rule: from a network too many,
+                // the pass is revoked, for every copy.
+                Some(refused) => refused,
+                None => self.admitted(id, epoch, expires_at),
+            },
             standing::Standing::Lost(ticket) => {
                 let restore = crate::store::TicketPlace {
                     place: ticket.place,
@@ -354,12 +379,85 @@ impl Gate {
 
     /// Ends a pass (leave, the origin's revoke command, the admin API).
     pub async fn end_pass(&self, id: &str) -> Result<bool, StoreError> {
-        let ended = self.store.end_pass(id, &self.settings().limits()).await;
+        self.revoke(id, RevokeReason::Ended).await
+    }
+
+    async fn revoke(&self, id: &str, reason: RevokeReason) -> Result<bool, StoreError> {
+        let ended = self
+            .store
+            .end_pass(id, reason, &self.settings().limits())
+            .await;
         self.health.note(&ended);
         if matches!(ended, Ok(true)) {
             self.metrics.revoked.inc();
         }
         ended
+    }
+
+    /// `[pass]`: None while this request of pass `id` is within the pass's rules; else the 429
+    /// (over its rate), or the revocation (seen from a network too many). The rate is held by
+    /// this instance alone, and a network costs a store call only the first time this instance
+    /// sees the pass from it: no round trip per request.
+    async fn in_use(
+        &self,
+        id: &str,
+        settings: &RoomSettings,
+        req: &Request<'_>,
+    ) -> Option<Decision> {
+        let limits = self.pass_limits;
+        if limits == PassLimits::OFF {
+            return None;
+        }
+        let now = self.clock.now_ms();
+        let session_ms = settings.limits().session_ms;
+        let network = req
+            .client_ip
+            .map(|ip| network_key(ip, self.ip_limits.ipv6_prefix));
+        let verdict = self
+            .pass_use
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .request(id, network.as_deref(), limits, session_ms, now);
+        match verdict {
+            UseVerdict::Fine => None,
+            UseVerdict::TooFast { retry_after_ms } => {
+                self.metrics.pass_requests_limited.inc();
+                let seconds = u64::try_from(retry_after_ms).unwrap_or(1).div_ceil(1000);
+                Some(Decision::Limited {
+                    retry_after_secs: seconds.max(1),
+                    limit: Limit::PassRate,
+                })
+            }
+            UseVerdict::Report => {
+                let network = network?;
+                let noted = self.store.note_network(id, &network, session_ms).await;
+                self.health.note(&noted);
+                let count = match noted {
+                    Ok(count) => count,
+                    // The pass verified locally: an outage must not throw its holder out. The
+                    // network is reported again by the next request.
+                    Err(_) => {
+                        self.pass_use
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .unreported(id, &network);
+                        return None;
+                    }
+                };
+                if count <= limits.max_networks {
+                    return None;
+                }
+                log::warn!(
+                    "pass {id} revoked: used from {count} networks within a session \
+                     (pass.max_networks = {}), the last {network}",
+                    limits.max_networks
+                );
+                self.metrics.passes_shared.inc();
+                // Revoked or not (the store may be down), this request does not go through.
+                let _ = self.revoke(id, RevokeReason::Shared).await;
+                Some(Decision::Shared)
+            }
+        }
     }
 
     /// A waiting visitor claims its admission: its wait, and where it came in the admission

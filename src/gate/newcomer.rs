@@ -43,16 +43,32 @@ impl Gate {
             }
             QueueingMethod::Fifo | QueueingMethod::Random | QueueingMethod::Lottery => {}
         }
+        // Every new place counts against its address, whether it is a place in line or a pass
+        // given at once: else one address takes a room that has space by plain requests. A
+        // returning ticket counts like a new one: a ticket that lost its place (the store lost
+        // its data, or it dropped out) is one more place.
+        let mut counted = matches!(answer, ChallengeAnswer::Passed { claimed: Some(_) });
         // While a line waits (as of the loop's last look) a direct admission would be refused:
         // skip the store call and join. The store still decides atomically when the view is
         // stale the other way.
         let line_waits = self.view.load().queued > 0;
         if limits.admitting && !line_waits {
+            if !counted {
+                match self.claim_ticket(&id, settings, req).await {
+                    Ok(None) => counted = true,
+                    Ok(Some(refused)) => return refused,
+                    Err(_) => return self.store_unreachable(id, restore, arrived_at, settings),
+                }
+            }
             let direct = self.store.admit_directly(&id, &limits).await;
             self.health.note(&direct);
             match direct {
                 Ok(Some(expires_at)) => {
                     self.metrics.admitted.inc();
+                    // The pass's first network: its copies elsewhere count from here.
+                    if let Some(refused) = self.in_use(&id, settings, req).await {
+                        return refused;
+                    }
                     let epoch = self.epoch().await;
                     return self.admitted(id, epoch, expires_at);
                 }
@@ -61,13 +77,12 @@ impl Gate {
             }
         }
         // Cloudflare challenges on the waiting page only: a visitor let in at once never sees
-        // it, and a ticket whose place was lost passed it already.
+        // it, and a ticket whose place was lost passed it already. The answer counts against
+        // the address again, as a new place.
         if restore.is_none() && answer == ChallengeAnswer::None && self.turnstile.is_some() {
             return self.challenge(settings);
         }
-        // A returning ticket counts against its address like a new one: a ticket that lost its
-        // place (the store lost its data, or it dropped out) is one more place in line.
-        if !matches!(answer, ChallengeAnswer::Passed { claimed: Some(_) }) {
+        if !counted {
             match self.claim_ticket(&id, settings, req).await {
                 Ok(None) => {}
                 Ok(Some(refused)) => return refused,

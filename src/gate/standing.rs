@@ -187,11 +187,10 @@ impl Gate {
         if settings.queueing_method == QueueingMethod::Reject {
             return (Shown::Closed, true);
         }
-        let ticket = match &watch.token {
-            Some(Token::Pass(p)) if !self.store.is_revoked(&p.id) => {
-                return (Shown::Admitted, true);
-            }
-            Some(Token::Ticket(ticket)) => ticket.clone(),
+        let revoked = watch.visitor().and_then(|id| self.store.revoked(id));
+        let ticket = match (&watch.token, revoked) {
+            (Some(Token::Pass(_)), None) => return (Shown::Admitted, true),
+            (Some(Token::Ticket(ticket)), None) => ticket.clone(),
             _ => return (Shown::Gone, true),
         };
         let waiting = |position: Option<u64>, queued: u64| Shown::Waiting {
@@ -225,9 +224,6 @@ pub struct Watch {
 impl Watch {
     /// The visitor's id (ticket or pass): at most a few streams per visitor.
     pub fn visitor(&self) -> Option<&str> {
-        match self.token.as_ref()? {
-            Token::Ticket(t) => Some(&t.id),
-            Token::Pass(p) => Some(&p.id),
-        }
+        self.token.as_ref().map(Token::visitor)
     }
 }

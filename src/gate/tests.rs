@@ -82,9 +82,14 @@ impl Store for Flaky {
         self.check()?;
         self.inner.touch_pass(id, pass_epoch, limits).await
     }
-    async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool> {
+    async fn end_pass(
+        &self,
+        id: &str,
+        reason: crate::store::RevokeReason,
+        limits: &Limits,
+    ) -> StoreResult<bool> {
         self.check()?;
-        self.inner.end_pass(id, limits).await
+        self.inner.end_pass(id, reason, limits).await
     }
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
         self.check()?;
@@ -103,8 +108,12 @@ impl Store for Flaky {
         self.check()?;
         self.inner.claim_ticket(ip, ticket, limits).await
     }
-    fn is_revoked(&self, id: &str) -> bool {
-        self.inner.is_revoked(id)
+    fn revoked(&self, id: &str) -> Option<crate::store::RevokeReason> {
+        self.inner.revoked(id)
+    }
+    async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64> {
+        self.check()?;
+        self.inner.note_network(pass, network, window_ms).await
     }
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {
         self.check()?;
@@ -208,6 +217,7 @@ fn bench(room: &str, rest: &str) -> Bench {
         cookie_name: room_config.cookie_name.clone(),
         on_store_error: config.store.on_error,
         ip_limits: config.rate_limit,
+        pass_limits: config.pass.limits,
         turnstile: config
             .turnstile
             .as_ref()
@@ -341,12 +351,13 @@ async fn a_closed_or_suspended_room() {
 }
 
 #[tokio::test]
-async fn the_per_address_limit_refuses_new_tickets_only() {
+async fn the_per_address_limit_counts_every_new_place() {
     let b = bench(
         "total_active_users = 1\nnew_users_per_minute = 60",
-        "[rate_limit]\ntickets_per_ip_per_minute = 1\nburst = 1\nmax_live_tickets_per_ip = 0",
+        "[rate_limit]\ntickets_per_ip_per_minute = 1\nburst = 2\nmax_live_tickets_per_ip = 0",
     );
     let ip = Some("203.0.113.9".parse().unwrap());
+    // Let in at once, yet a new place from the address all the same: it takes a token.
     let mut inside = Visitor {
         ip,
         ..Visitor::default()
@@ -373,8 +384,64 @@ async fn the_per_address_limit_refuses_new_tickets_only() {
         ),
         "{refused:?}"
     );
-    // The visitor who holds a ticket keeps asking without counting.
+    // The visitors who hold a ticket or a pass keep asking without counting.
     assert_eq!(position(&b.visit(&mut waiting).await), Some(1));
+    assert_eq!(outcome(&b.visit(&mut inside).await), Outcome::Passed);
+}
+
+#[tokio::test]
+async fn one_address_cannot_take_a_room_with_space_by_plain_requests() {
+    let b = bench(
+        "total_active_users = 5\nnew_users_per_minute = 600",
+        "[rate_limit]\ntickets_per_ip_per_minute = 1\nburst = 1\nmax_live_tickets_per_ip = 1",
+    );
+    let ip = Some("203.0.113.9".parse().unwrap());
+    let mut outcomes = Vec::new();
+    for _ in 0..7 {
+        let mut v = Visitor {
+            ip,
+            ..Visitor::default()
+        };
+        outcomes.push(outcome(&b.visit(&mut v).await));
+    }
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == Outcome::Admitted).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == Outcome::Limited).count(),
+        6,
+        "{outcomes:?}"
+    );
+    let mut elsewhere = Visitor {
+        ip: Some("198.51.100.1".parse().unwrap()),
+        ..Visitor::default()
+    };
+    assert_eq!(outcome(&b.visit(&mut elsewhere).await), Outcome::Admitted);
+}
+
+#[tokio::test]
+async fn the_ticket_of_a_revoked_visitor_is_no_ticket() {
+    let b = bench("total_active_users = 1\nnew_users_per_minute = 600", "");
+    let mut inside = Visitor::default();
+    assert_eq!(outcome(&b.visit(&mut inside).await), Outcome::Admitted);
+    let mut waiting = Visitor::default();
+    let Decision::Wait(wait) = b.visit(&mut waiting).await else {
+        panic!("the room is full");
+    };
+    let ticket_cookie = waiting.cookie.clone();
+    b.gate.end_pass(&wait.ticket.id).await.unwrap();
+    // The revoked visitor's ticket (or a copy of it) gets no place under its id: it is a
+    // newcomer, under a new one.
+    let mut replay = Visitor {
+        cookie: ticket_cookie,
+        ..Visitor::default()
+    };
+    let Decision::Wait(again) = b.visit(&mut replay).await else {
+        panic!("still full");
+    };
+    assert_ne!(again.ticket.id, wait.ticket.id);
 }
 
 #[tokio::test]

@@ -129,6 +129,19 @@ pub fn forwarded_for<'a>(lines: impl Iterator<Item = &'a [u8]>, peer: IpAddr) ->
     value
 }
 
+/// The client network a pass is counted in (`pass.max_networks`): an IPv4 /24, or the IPv6
+/// network of the given prefix length. A /24 rather than the address itself, because a carrier's
+/// NAT pool or a shop's office hands one person several neighbouring addresses in a session.
+pub fn network_key(ip: IpAddr, ipv6_prefix: u8) -> String {
+    match canonical(ip) {
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            format!("{a}.{b}.{c}.0/24")
+        }
+        v6 => limit_key(v6, ipv6_prefix),
+    }
+}
+
 /// The address a per-address limit counts by: an IPv4 address, or the IPv6 network of the given
 /// prefix length. One IPv6 subscriber is handed a whole network (a /64 at least, often a /56 or
 /// a /48) and picks addresses in it freely, so counting single IPv6 addresses would limit nobody.
@@ -147,6 +160,17 @@ pub fn limit_key(ip: IpAddr, ipv6_prefix: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn networks_are_ipv4_slash_24_and_ipv6_prefixes() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(network_key(ip("203.0.113.77"), 56), "203.0.113.0/24");
+        assert_eq!(network_key(ip("::ffff:203.0.113.9"), 56), "203.0.113.0/24");
+        assert_eq!(
+            network_key(ip("2001:db8:1:2ff::1"), 56),
+            "2001:db8:1:200::/56"
+        );
+    }
 
     fn ip(s: &str) -> IpAddr {
         s.parse().expect("test address")

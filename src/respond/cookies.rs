@@ -84,6 +84,7 @@ mod tests {
             cookie_name: "waitroom".into(),
             cookie_secure: true,
             cookie_samesite: SameSite::Lax,
+            limits: crate::core::sharing::PassLimits::OFF,
         };
         let clock = ManualClock::new(1_000_000);
         let signer = Arc::new(Signer::new("room", &config.secret).unwrap());

@@ -101,6 +101,7 @@ impl Responder {
                 retry_after_secs,
                 limit,
             } => self.limited(*retry_after_secs, *limit, format),
+            Decision::Shared => self.shared(format),
         })
     }
 
@@ -262,23 +263,55 @@ impl Responder {
                 "live",
                 "Your network address already holds many places in line.",
             ),
+            Limit::PassRate => (
+                "pass_rate",
+                "Your pass asked for more pages in a minute than one person can.",
+            ),
+        };
+        let (error, heading) = match limit {
+            Limit::PassRate => ("too_many_requests", "Too many requests with your pass"),
+            Limit::TooFast | Limit::TooManyLive => {
+                ("too_many_tickets", "Too many visitors from your network")
+            }
         };
         let reply = match format {
             Format::Json => Reply::json(
                 429,
                 &serde_json::json!({
-                    "error": "too_many_tickets",
+                    "error": error,
                     "reason": reason,
                     "retryAfterSeconds": retry_after,
                 }),
             ),
             Format::Page(_) => {
                 let message = format!("{message} This page tries again in {retry_after} seconds.");
-                self.error_page(429, "Too many visitors from your network", &message)
+                self.error_page(429, heading, &message)
                     .with_header("refresh", retry_after.to_string())
             }
         };
         reply.with_header("retry-after", retry_after.to_string())
+    }
+
+    /// 403 for a pass revoked for sharing: the visitor is told why, and its cookie is cleared,
+    /// so its next request queues again like anyone's.
+    fn shared(&self, format: Format) -> Reply {
+        let reply = match format {
+            Format::Json => Reply::json(
+                403,
+                &serde_json::json!({
+                    "error": "pass_revoked",
+                    "reason": "shared",
+                }),
+            ),
+            Format::Page(_) => self.error_page(
+                403,
+                "Your pass was used from too many places",
+                "A pass admits one person. This one was used from more networks than one \
+                 person uses in a session, so it was ended everywhere. Reload the page to join \
+                 the line again.",
+            ),
+        };
+        reply.with_header("set-cookie", self.cookies.clearing())
     }
 
     /// A waiting-room answer in the form the visitor asked for: Cloudflare's JSON, the

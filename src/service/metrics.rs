@@ -67,6 +67,8 @@ pub const NAMES: &[&str] = &[
     "waitroom_autopilot_total_active_users",
     "waitroom_autopilot_new_users_per_minute",
     "waitroom_origin_inflight",
+    "waitroom_passes_shared_total",
+    "waitroom_pass_requests_limited_total",
 ];
 
 /// The histograms among `NAMES`.
@@ -109,7 +111,7 @@ pub struct Metrics {
     pub expired: IntCounter,
     pub no_shows: IntCounter,
     pub wait_seconds: Histogram,
-    requests: [IntCounter; 8],
+    requests: [IntCounter; Outcome::ALL.len()],
     /// New tickets refused by the per-address limit: too fast, or too many in line.
     pub refused_too_fast: IntCounter,
     pub refused_too_many_live: IntCounter,
@@ -130,6 +132,10 @@ pub struct Metrics {
     pub autopilot_new_users_per_minute: IntGauge,
     /// This instance's requests of the room waiting for the origin's response header.
     pub origin_inflight: IntGauge,
+    /// Passes revoked because they were used from more networks than `pass.max_networks`.
+    pub passes_shared: IntCounter,
+    /// Pass holders' requests refused by `pass.max_requests_per_minute`.
+    pub pass_requests_limited: IntCounter,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -173,6 +179,8 @@ pub struct MetricsRegistry {
     autopilot_total_active_users: IntGaugeVec,
     autopilot_new_users_per_minute: IntGaugeVec,
     origin_inflight: IntGaugeVec,
+    passes_shared: IntCounterVec,
+    pass_requests_limited: IntCounterVec,
 }
 
 impl Default for MetricsRegistry {
@@ -339,6 +347,17 @@ impl MetricsRegistry {
                 "waitroom_origin_inflight",
                 "Requests of this instance waiting for the origin's response header",
             ),
+            passes_shared: counter(
+                "waitroom_passes_shared_total",
+                "Passes revoked for use from more client networks than pass.max_networks \
+                 (counted by the instance that saw the network too many)",
+                room,
+            ),
+            pass_requests_limited: counter(
+                "waitroom_pass_requests_limited_total",
+                "Pass holders' requests refused (429) by pass.max_requests_per_minute",
+                room,
+            ),
             registry,
         }
     }
@@ -367,6 +386,8 @@ impl MetricsRegistry {
             origin_responses: ORIGIN_CLASSES
                 .map(|class| self.origin_responses.with_label_values(&with(class))),
             origin_seconds: self.origin_seconds.with_label_values(&[id]),
+            passes_shared: self.passes_shared.with_label_values(&[id]),
+            pass_requests_limited: self.pass_requests_limited.with_label_values(&[id]),
             store_errors: self.store_errors.with_label_values(&[id]),
             store_up: self.store_up.with_label_values(&[id]),
             leader: self.leader.with_label_values(&[id]),

@@ -343,6 +343,7 @@ pub fn build(
             cookie_name: room_config.cookie_name.clone(),
             on_store_error: config.store.on_error,
             ip_limits: config.rate_limit,
+            pass_limits: config.pass.limits,
             turnstile: turnstile.clone(),
         }));
         let room_loop = Arc::new(RoomLoop::new(&room));

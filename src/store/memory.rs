@@ -8,11 +8,13 @@ use async_trait::async_trait;
 
 use crate::clock::{Millis, SharedClock};
 use crate::core::autopilot::Signal;
+use crate::core::expiring::ExpiringSet;
 use crate::core::ip_limit::{IpClaim, IpLedger, IpLimits};
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoomState, RoundReport};
+use crate::core::sharing::NetworkLedger;
 use crate::store::{
-    AutopilotRecord, AutopilotState, Joined, SavedSettings, Store, StoreError, StoreResult,
-    TicketPlace, window_kept_until,
+    AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
+    StoreResult, TicketPlace, window_kept_until,
 };
 
 #[derive(Debug)]
@@ -38,6 +40,10 @@ struct Inner {
     seen_fence: u64,
     settings: Option<SavedSettings>,
     ips: IpLedger,
+    /// Every pass's client networks within the last session.
+    networks: NetworkLedger,
+    /// Passes revoked for sharing, until they are no longer refused (the room keeps the rest).
+    shared: ExpiringSet,
     autopilot: AutopilotState,
     /// By `started_at`.
     windows: BTreeMap<Millis, KeptWindow>,
@@ -74,6 +80,8 @@ impl MemoryStore {
                 seen_fence: 0,
                 settings: None,
                 ips: IpLedger::default(),
+                networks: NetworkLedger::default(),
+                shared: ExpiringSet::default(),
                 autopilot: AutopilotState::default(),
                 windows: BTreeMap::new(),
             }),
@@ -141,8 +149,15 @@ impl Store for MemoryStore {
         }))
     }
 
-    async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool> {
-        Ok(self.with(|s, now| s.room.end_pass(id, limits, now)))
+    async fn end_pass(&self, id: &str, reason: RevokeReason, limits: &Limits) -> StoreResult<bool> {
+        Ok(self.with(|s, now| {
+            let had = s.room.end_pass(id, limits, now);
+            if reason == RevokeReason::Shared {
+                s.shared.take_expired(now);
+                s.shared.set(id, now + limits.session_ms);
+            }
+            had
+        }))
     }
 
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
@@ -166,8 +181,20 @@ impl Store for MemoryStore {
         }))
     }
 
-    fn is_revoked(&self, id: &str) -> bool {
-        self.with(|s, _| s.room.is_revoked(id))
+    fn revoked(&self, id: &str) -> Option<RevokeReason> {
+        self.with(|s, _| {
+            if !s.room.is_revoked(id) {
+                None
+            } else if s.shared.contains(id) {
+                Some(RevokeReason::Shared)
+            } else {
+                Some(RevokeReason::Ended)
+            }
+        })
+    }
+
+    async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64> {
+        Ok(self.with(|s, now| s.networks.note(pass, network, window_ms, now)))
     }
 
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {

@@ -34,6 +34,33 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Why a pass was ended: what its holders are told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevokeReason {
+    /// The visitor left, the origin ended the session (checkout), or the operator did: the
+    /// visitor may queue again as anyone may.
+    Ended,
+    /// Seen from more client networks than `pass.max_networks` allows: the pass was shared.
+    Shared,
+}
+
+impl RevokeReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RevokeReason::Ended => "ended",
+            RevokeReason::Shared => "shared",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "ended" => Some(RevokeReason::Ended),
+            "shared" => Some(RevokeReason::Shared),
+            _ => None,
+        }
+    }
+}
+
 /// The place a signed ticket carries, so a store that lost its data can put the visitor back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TicketPlace {
@@ -129,8 +156,9 @@ pub trait Store: Send + Sync + 'static {
         limits: &Limits,
     ) -> StoreResult<Option<Millis>>;
 
-    /// Ends a pass or an unclaimed admission at once and refuses its cookie from now on.
-    async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool>;
+    /// Ends a pass or an unclaimed admission at once and refuses its cookie (pass or ticket)
+    /// from now on, for `reason` (every instance learns it).
+    async fn end_pass(&self, id: &str, reason: RevokeReason, limits: &Limits) -> StoreResult<bool>;
 
     /// Gives up a place in line.
     async fn leave_queue(&self, id: &str) -> StoreResult<bool>;
@@ -146,8 +174,12 @@ pub trait Store: Send + Sync + 'static {
     async fn claim_ticket(&self, ip: &str, ticket: &str, limits: &IpLimits)
     -> StoreResult<IpClaim>;
 
-    /// Local answer, no round trip: has this pass been ended?
-    fn is_revoked(&self, id: &str) -> bool;
+    /// Local answer, no round trip: has this visitor's pass been ended, and why?
+    fn revoked(&self, id: &str) -> Option<RevokeReason>;
+
+    /// Notes that pass `pass` was used from client network `network` and answers how many
+    /// networks it was used from within the last `window_ms` (a session), on every instance.
+    async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64>;
 
     /// One admission step. Refused (`NotLeader`) for a fencing token below the highest this room
     /// has handed out or used: the lease of a proxy group lives in one room's store and leads

@@ -9,7 +9,8 @@ use waitroom::core::autopilot::{Outcome, Setpoint, Signal, window_start};
 use waitroom::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS};
 use waitroom::core::room::{Limits, Pick, Placing, PollOutcome};
 use waitroom::store::{
-    AutopilotRecord, AutopilotState, Store, StoreError, TicketPlace, window_kept_until,
+    AutopilotRecord, AutopilotState, RevokeReason, Store, StoreError, TicketPlace,
+    window_kept_until,
 };
 
 pub fn limits(capacity: u64, per_minute: u64) -> Limits {
@@ -50,7 +51,7 @@ pub async fn direct_admission_until_full<S: Store>(store: S, _clock: Arc<ManualC
     assert_eq!(counts.occupancy(), 2);
     assert_eq!(counts.admitted_total, 2);
     assert_eq!(counts.admitted_last_minute, 2);
-    assert!(store.end_pass("a", &l).await.unwrap());
+    assert!(store.end_pass("a", RevokeReason::Ended, &l).await.unwrap());
     store.join("w", None, &l).await.unwrap();
     assert_eq!(
         store.admit_directly("d", &l).await.unwrap(),
@@ -218,15 +219,97 @@ pub async fn ending_a_pass_frees_the_slot_and_refuses_it<S: Store>(
     let epoch = store.join("probe", None, &l).await.unwrap().epoch;
     store.leave_queue("probe").await.unwrap();
     store.admit_directly("a", &l).await.unwrap().unwrap();
-    assert!(!store.is_revoked("a"));
-    assert!(store.end_pass("a", &l).await.unwrap());
-    assert!(store.is_revoked("a"));
+    assert!(store.revoked("a").is_none());
+    assert!(store.end_pass("a", RevokeReason::Ended, &l).await.unwrap());
+    assert!(store.revoked("a").is_some());
     assert_eq!(store.touch_pass("a", &epoch, &l).await.unwrap(), None);
     assert_eq!(store.poll("a", &l).await.unwrap(), PollOutcome::Unknown);
     let counts = store.counts().await.unwrap();
     assert_eq!((counts.occupancy(), counts.revoked_total), (0, 1));
     assert!(store.admit_directly("b", &l).await.unwrap().is_some());
-    assert!(!store.end_pass("nobody", &l).await.unwrap());
+    assert!(
+        !store
+            .end_pass("nobody", RevokeReason::Ended, &l)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.revoked("a"), Some(RevokeReason::Ended));
+}
+
+/// A pass revoked for sharing says so, and its ticket is refused with it (same id).
+pub async fn a_pass_revoked_for_sharing_says_why<S: Store>(store: S, _clock: Arc<ManualClock>) {
+    let l = limits(2, 100);
+    store.admit_directly("shared", &l).await.unwrap().unwrap();
+    store.admit_directly("ended", &l).await.unwrap().unwrap();
+    assert!(
+        store
+            .end_pass("shared", RevokeReason::Shared, &l)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .end_pass("ended", RevokeReason::Ended, &l)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.revoked("shared"), Some(RevokeReason::Shared));
+    assert_eq!(store.revoked("ended"), Some(RevokeReason::Ended));
+    assert_eq!(store.revoked("nobody"), None);
+    assert_eq!(store.counts().await.unwrap().occupancy(), 0);
+}
+
+/// Every network a pass is used from counts once, within one session.
+pub async fn a_pass_counts_its_networks_within_a_session<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let session = 60_000;
+    assert_eq!(
+        store
+            .note_network("p", "198.51.100.0/24", session)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .note_network("p", "198.51.100.0/24", session)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .note_network("p", "203.0.113.0/24", session)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .note_network("q", "203.0.113.0/24", session)
+            .await
+            .unwrap(),
+        1
+    );
+    clock.advance(Duration::from_secs(30));
+    assert_eq!(
+        store
+            .note_network("p", "2001:db8::/56", session)
+            .await
+            .unwrap(),
+        3
+    );
+    clock.advance(Duration::from_secs(31));
+    assert_eq!(
+        store
+            .note_network("p", "192.0.2.0/24", session)
+            .await
+            .unwrap(),
+        2,
+        "the first two were last seen over a session ago"
+    );
 }
 
 pub async fn ending_a_waiting_visitor_leaves_the_line_whole<S: Store>(
@@ -236,7 +319,10 @@ pub async fn ending_a_waiting_visitor_leaves_the_line_whole<S: Store>(
     let l = limits(5, 100);
     store.join("a", None, &l).await.unwrap();
     store.join("b", None, &l).await.unwrap();
-    assert!(!store.end_pass("a", &l).await.unwrap(), "a holds no pass");
+    assert!(
+        !store.end_pass("a", RevokeReason::Ended, &l).await.unwrap(),
+        "a holds no pass"
+    );
     assert_eq!(waiting(store.poll("a", &l).await.unwrap()), (1, 2));
     let fence = lead(&store).await;
     assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 2);
@@ -292,7 +378,10 @@ pub async fn a_pass_from_another_epoch_registers_again<S: Store>(
     );
     assert_eq!(store.counts().await.unwrap().passes, 1);
     store.admit_directly("ended", &l).await.unwrap().unwrap();
-    store.end_pass("ended", &l).await.unwrap();
+    store
+        .end_pass("ended", RevokeReason::Ended, &l)
+        .await
+        .unwrap();
     assert_eq!(
         store.touch_pass("ended", "lost-epoch", &l).await.unwrap(),
         None,
@@ -409,7 +498,7 @@ pub async fn capacity_holds_under_concurrent_admissions<S: Store>(
             }
             let _ = store.poll(&id, &l).await.unwrap();
             if i % 7 == 0 {
-                store.end_pass(&id, &l).await.unwrap();
+                store.end_pass(&id, RevokeReason::Ended, &l).await.unwrap();
             }
             store.counts().await.unwrap().occupancy()
         }));
@@ -859,7 +948,9 @@ macro_rules! store_conformance {
             a_window_nobody_reported_reads_empty,
             reported_windows_are_kept_for_a_few_windows,
             only_the_current_leader_writes_the_autopilot_record,
-            the_pause_switch_is_kept_apart_from_the_record
+            the_pause_switch_is_kept_apart_from_the_record,
+            a_pass_revoked_for_sharing_says_why,
+            a_pass_counts_its_networks_within_a_session
         );
     };
     (@each $make:expr; $($name:ident),+) => {

@@ -54,6 +54,7 @@ pub struct Sections<'a> {
     pub room: &'a str,
     /// `[[rooms]]` tables written in place of the one `[room]` (then `room` is not used).
     pub rooms: Option<&'a str>,
+    pub pass: &'a str,
     /// Whole sections after [admin].
     pub rest: &'a str,
 }
@@ -67,6 +68,7 @@ impl Default for Sections<'_> {
             origin: "",
             room: "",
             rooms: None,
+            pass: "",
             rest: "",
         }
     }
@@ -95,6 +97,7 @@ pub fn config_with(listen: u16, admin: u16, origin: SocketAddr, s: Sections) -> 
         origin: origin_extra,
         room,
         rooms,
+        pass,
         rest,
     } = s;
     let mut defaults = String::new();
@@ -133,6 +136,7 @@ read_timeout = "{read_timeout}"
 [pass]
 secret = "{SECRET}"
 cookie_secure = false
+{pass}
 
 [admin]
 address = "127.0.0.1:{admin}"

@@ -30,7 +30,7 @@ pub use listen::{
 pub use log::{LogConfig, LogFormat};
 pub use origin::OriginConfig;
 pub(crate) use pass::same_site;
-pub use pass::{PassConfig, SameSite};
+pub use pass::{DEFAULT_MAX_NETWORKS, DEFAULT_MAX_REQUESTS_PER_MINUTE, PassConfig, SameSite};
 pub(crate) use room::check_room_id;
 pub use room::{EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch};
 pub use rooms::RoomConfig;

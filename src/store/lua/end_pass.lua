@@ -1,6 +1,9 @@
--- Store::end_pass. ARGV 12: id, 13: the channel that tells every instance about revocations.
+-- Store::end_pass. ARGV 12: id, 13: the channel that tells every instance about revocations,
+-- 14: the reason ('ended' or 'shared').
 -- Answers {epoch, had (0 or 1), until}.
-local id, channel = ARGV[12], ARGV[13]
+-- A pass revoked for sharing is also kept as the member 'shared:<id>' (visitor ids hold no ':'),
+-- so that an instance reloading the set learns why, and its holders are told.
+local id, channel, reason = ARGV[12], ARGV[13], ARGV[14]
 local l = limits()
 local had = tonumber(redis.call('ZSCORE', K_PASSES, id))
 if had then
@@ -15,7 +18,10 @@ else
 end
 local until_ = math.max(had or now, now + l.session_ms)
 redis.call('ZADD', K_REVOKED, int(until_), id)
-redis.call('PUBLISH', channel, int(until_) .. ' ' .. id)
+if reason == 'shared' then
+  redis.call('ZADD', K_REVOKED, int(until_), 'shared:' .. id)
+end
+redis.call('PUBLISH', channel, int(until_) .. ' ' .. id .. ' ' .. reason)
 if had then
   redis.call('HINCRBY', K_COUNTERS, 'revoked_total', 1)
   return {epoch, 1, until_}

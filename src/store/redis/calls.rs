@@ -148,16 +148,21 @@ impl Calls {
         Ok((reply, epoch))
     }
 
-    /// Runs the per-address script, which has keys and arguments of its own.
-    pub(super) async fn claim(&self, inv: &ScriptInvocation<'_>) -> StoreResult<Reply> {
-        const SCRIPT: &str = "claim_ticket";
+    /// Runs a script that stands alone, with keys and arguments of its own (the per-address
+    /// limit, a pass's networks).
+    pub(super) async fn standalone(
+        &self,
+        script: &'static str,
+        inv: &ScriptInvocation<'_>,
+    ) -> StoreResult<Reply> {
         let mut conn = self.conn.clone();
         // Not retried on a broken connection: a claim that ran twice would count twice, and the
-        // gate treats a failed claim like a failed join anyway.
+        // gate treats a failed claim like a failed join anyway; a pass's network is reported
+        // again by its next request.
         let value = within(self.command_timeout, inv.invoke_async::<Value>(&mut conn))
             .await
-            .map_err(|e| e.in_script(SCRIPT))?;
-        Reply::new(SCRIPT, value)
+            .map_err(|e| e.in_script(script))?;
+        Reply::new(script, value)
     }
 }
 

@@ -39,8 +39,8 @@ use crate::core::autopilot::Signal;
 use crate::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS, RETAIN_LIVE_MS};
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 use crate::store::{
-    AutopilotRecord, AutopilotState, Joined, SavedSettings, Store, StoreError, StoreResult,
-    TicketPlace, window_kept_until,
+    AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
+    StoreResult, TicketPlace, window_kept_until,
 };
 
 use calls::{Calls, SWEEP_SHARDS_PER_ROUND, beat_shard};
@@ -122,6 +122,8 @@ pub struct RedisStore {
     tasks: [AbortHandle; 2],
     /// The per-address records are `{ip_prefix}<address>`, in the room's hash slot.
     ip_prefix: String,
+    /// A pass's networks are `{nets_prefix}<pass>`, in the room's hash slot.
+    nets_prefix: String,
     queue_key: String,
     /// The autopilot's hash: the leader's record and the pause switch.
     autopilot_key: String,
@@ -201,6 +203,7 @@ impl RedisStore {
             revoked,
             tasks: [feed, sender],
             ip_prefix: format!("{base}ip:"),
+            nets_prefix: format!("{base}nets:"),
             queue_key: format!("{base}queue"),
             autopilot_key: format!("{base}autopilot"),
             window_prefix: format!("{base}autopilot:w:"),
@@ -276,16 +279,18 @@ impl Store for RedisStore {
         Ok(if r.flag()? { Some(r.int()?) } else { None })
     }
 
-    async fn end_pass(&self, id: &str, limits: &Limits) -> StoreResult<bool> {
+    async fn end_pass(&self, id: &str, reason: RevokeReason, limits: &Limits) -> StoreResult<bool> {
         let mut inv = self
             .calls
             .invocation(&self.calls.scripts.end_pass, Some(limits));
-        inv.arg(id).arg(&self.channel);
+        inv.arg(id).arg(&self.channel).arg(reason.as_str());
         let (mut r, _) = self.calls.call("end_pass", &inv).await?;
         let had = r.flag()?;
         let until = r.int()?;
-        self.revoked
-            .add([(id.to_owned(), until)], self.calls.time.local_now());
+        self.revoked.add(
+            [(id.to_owned(), until, reason)],
+            self.calls.time.local_now(),
+        );
         Ok(had)
     }
 
@@ -313,7 +318,7 @@ impl Store for RedisStore {
             .arg(JOIN_GRACE_MS)
             .arg(RECHECK_EVERY_MS)
             .arg(RETAIN_LIVE_MS);
-        let mut r = self.calls.claim(&inv).await?;
+        let mut r = self.calls.standalone("claim_ticket", &inv).await?;
         Ok(match r.int()? {
             0 => IpClaim::Allowed,
             1 => IpClaim::TooFast {
@@ -324,8 +329,19 @@ impl Store for RedisStore {
         })
     }
 
-    fn is_revoked(&self, id: &str) -> bool {
-        self.revoked.contains(id, self.calls.time.local_now())
+    fn revoked(&self, id: &str) -> Option<RevokeReason> {
+        self.revoked.reason(id, self.calls.time.local_now())
+    }
+
+    async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64> {
+        let mut inv = self.calls.scripts.note_network.prepare_invoke();
+        inv.key(format!("{}{pass}", self.nets_prefix))
+            .arg(self.calls.time.script_now())
+            .arg(network)
+            .arg(window_ms.max(1));
+        let mut r = self.calls.standalone("note_network", &inv).await?;
+        let count = r.int()?;
+        u64::try_from(count).map_err(|_| corrupt("note_network", format!("count {count}")))
     }
 
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {

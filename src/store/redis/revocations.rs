@@ -13,32 +13,55 @@ use super::TimeSource;
 use super::conn::{Conn, within};
 use super::scripts::text;
 use crate::clock::Millis;
+use crate::store::RevokeReason;
 
 /// How often the revoked set is reloaded, on top of the pub/sub feed.
 const RELOAD_REVOKED_EVERY: Duration = Duration::from_secs(1);
 
-/// Passes ended on any instance, with the time until which they are refused.
+/// The member of the revoked set that says a pass was revoked for sharing (see end_pass.lua).
+const SHARED_PREFIX: &str = "shared:";
+
+/// Passes ended on any instance, with the time until which they are refused and why.
 #[derive(Default)]
 pub(super) struct Revocations {
-    until: RwLock<HashMap<String, Millis>>,
+    until: RwLock<HashMap<String, (Millis, RevokeReason)>>,
 }
 
 impl Revocations {
-    pub(super) fn contains(&self, id: &str, now: Millis) -> bool {
+    pub(super) fn reason(&self, id: &str, now: Millis) -> Option<RevokeReason> {
         // A poisoned lock only means a panic elsewhere; the map itself is always whole.
         let until = self.until.read().unwrap_or_else(|p| p.into_inner());
-        until.get(id).is_some_and(|u| *u > now)
+        until
+            .get(id)
+            .filter(|(u, _)| *u > now)
+            .map(|(_, reason)| *reason)
     }
 
-    pub(super) fn add(&self, entries: impl IntoIterator<Item = (String, Millis)>, now: Millis) {
+    /// Sharing is the stronger reason: once known, an entry keeps it.
+    pub(super) fn add(
+        &self,
+        entries: impl IntoIterator<Item = (String, Millis, RevokeReason)>,
+        now: Millis,
+    ) {
         let mut until = self.until.write().unwrap_or_else(|p| p.into_inner());
-        until.retain(|_, u| *u > now);
-        for (id, u) in entries {
+        until.retain(|_, (u, _)| *u > now);
+        for (id, u, reason) in entries {
             if u > now {
-                let entry = until.entry(id).or_insert(u);
-                *entry = (*entry).max(u);
+                let entry = until.entry(id).or_insert((u, reason));
+                entry.0 = entry.0.max(u);
+                if reason == RevokeReason::Shared {
+                    entry.1 = reason;
+                }
             }
         }
+    }
+}
+
+/// An entry of the revoked set: a pass id, or `shared:<id>` for the reason.
+fn revoked_member(member: String, until: Millis) -> (String, Millis, RevokeReason) {
+    match member.strip_prefix(SHARED_PREFIX) {
+        Some(id) => (id.to_owned(), until, RevokeReason::Shared),
+        None => (member, until, RevokeReason::Ended),
     }
 }
 
@@ -76,18 +99,22 @@ impl Follower {
         if push.kind != PushKind::Message {
             return;
         }
-        // data: [channel, "until id"]
+        // data: [channel, "until id reason"] ("until id" from instances of the version before)
         let Some(Ok(payload)) = push.data.into_iter().nth(1).map(|v| text("feed", v)) else {
             log::warn!("malformed revocation message");
             return;
         };
-        match payload
-            .split_once(' ')
-            .map(|(u, id)| (u.parse::<Millis>(), id))
-        {
-            Some((Ok(until), id)) => self
+        let mut words = payload.split(' ');
+        let until = words.next().and_then(|u| u.parse::<Millis>().ok());
+        let id = words.next().filter(|id| !id.is_empty());
+        let reason = match words.next() {
+            Some(word) => RevokeReason::parse(word),
+            None => Some(RevokeReason::Ended),
+        };
+        match (until, id, reason) {
+            (Some(until), Some(id), Some(reason)) => self
                 .revoked
-                .add([(id.to_owned(), until)], self.time.local_now()),
+                .add([(id.to_owned(), until, reason)], self.time.local_now()),
             _ => log::warn!("malformed revocation message {payload:?}"),
         }
     }
@@ -114,7 +141,9 @@ impl Follower {
         .await;
         match entries {
             Ok(entries) => self.revoked.add(
-                entries.into_iter().map(|(id, until)| (id, until as Millis)),
+                entries
+                    .into_iter()
+                    .map(|(member, until)| revoked_member(member, until as Millis)),
                 now,
             ),
             Err(e) => log::debug!("revocations not reloaded: redis: {e}"),

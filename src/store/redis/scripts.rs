@@ -45,6 +45,8 @@ pub(super) struct Scripts {
     /// The per-address limit: its own keys (`{base}ip:<address>`, in the room's hash slot),
     /// apart from the room's shared KEYS and common arguments.
     pub(super) claim_ticket: Script,
+    /// A pass's networks: its own key (`{base}nets:<pass>`, in the room's hash slot).
+    pub(super) note_network: Script,
 }
 
 impl Scripts {
@@ -72,6 +74,7 @@ impl Scripts {
             load_autopilot: room_script!("load_autopilot.lua"),
             set_autopilot_paused: room_script!("set_autopilot_paused.lua"),
             claim_ticket: Script::new(include_str!("../lua/claim_ticket.lua")),
+            note_network: Script::new(include_str!("../lua/note_network.lua")),
         }
     }
 }
