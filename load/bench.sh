@@ -345,6 +345,10 @@ bypass = []
 
 [pass]
 cookie_secure = false
+# wrk asks with one pass tens of thousands of times a second: far over what one person asks, so
+# the per-pass rate would refuse it. Set out of reach rather than off, so that the per-pass
+# accounting (issue 22) is part of what the admitted path costs here.
+max_requests_per_minute = 1000000000
 
 [store]
 $store_conf
