@@ -32,7 +32,7 @@ use crate::request::view::Request;
 use crate::room::{LiveSettings, Pollers, StoreHealth, ViewCell};
 use crate::service::metrics::Metrics;
 use crate::store::{Store, StoreError};
-use crate::token::{Pass, Signer, Ticket, Token, new_visitor_id};
+use crate::token::{Pass, Signer, Ticket, Token, Verified, new_visitor_id};
 use crate::turnstile::Turnstile;
 
 /// A pass's cookie is signed again (and its store entry slid) once this share of the session
@@ -152,11 +152,17 @@ impl Gate {
         if settings.suspended {
             return Decision::Forward(Forward::plain(Outcome::Unprotected));
         }
-        match self.token(req) {
+        let verified = self.verified(req);
+        let legacy = verified.as_ref().is_some_and(|v| v.legacy);
+        match verified.map(|v| v.token) {
             Some(Token::Pass(pass)) if !self.store.is_revoked(&pass.id) => {
-                self.holder(pass, settings, req, answer).await
+                let decision = self.holder(pass.clone(), settings, req, answer).await;
+                resealed_pass(decision, legacy.then_some(pass))
             }
-            Some(Token::Ticket(ticket)) => self.waiter(ticket, settings, req).await,
+            Some(Token::Ticket(ticket)) => {
+                let decision = self.waiter(ticket, settings, req).await;
+                resealed_ticket(decision, legacy)
+            }
             _ => {
                 let id = match &answer {
                     ChallengeAnswer::Passed { claimed: Some(id) } => id.clone(),
@@ -170,8 +176,13 @@ impl Gate {
 
     /// The token in the request's cookie, if any verifies.
     fn token(&self, req: &Request<'_>) -> Option<Token> {
+        self.verified(req).map(|v| v.token)
+    }
+
+    /// [`Gate::token`], and whether it is a legacy one to replace.
+    fn verified(&self, req: &Request<'_>) -> Option<Verified> {
         self.signer
-            .verify(req.cookie(&self.cookie_name)?, self.clock.now_ms())
+            .check(req.cookie(&self.cookie_name)?, self.clock.now_ms())
     }
 
     /// The pass this request holds, if any (revoked or not): the origin's revoke command ends
@@ -382,6 +393,26 @@ impl Gate {
             self.metrics.order_tau.set(tau);
         }
     }
+}
+
+/// A pass holder who came with a legacy (readable) pass leaves with the same pass sealed, when
+/// it was not renewed anyway.
+fn resealed_pass(mut decision: Decision, legacy: Option<Pass>) -> Decision {
+    if let (Decision::Forward(forward), Some(pass)) = (&mut decision, legacy)
+        && forward.outcome == Outcome::Passed
+        && forward.pass.is_none()
+    {
+        forward.pass = Some(pass);
+    }
+    decision
+}
+
+/// A waiting visitor who came with a legacy (readable) ticket gets it sealed on this answer.
+fn resealed_ticket(mut decision: Decision, legacy: bool) -> Decision {
+    if let Decision::Wait(wait) = &mut decision {
+        wait.sign |= legacy;
+    }
+    decision
 }
 
 /// Staff, monitoring, offices and verified search crawlers skip the room by address, header or
