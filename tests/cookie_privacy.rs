@@ -461,10 +461,11 @@ fn protected_responses_is_checked_and_named() {
         },
     );
     std::fs::write(&file, text).unwrap();
-    let error = waitroom::config::Config::load(&file, &common::proxy::NoEnvironment, false)
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(error) = waitroom::config::Config::load(&file, &common::proxy::NoEnvironment, false)
+    else {
+        panic!("origin.protected_responses = \"public\" accepted");
+    };
+    let error = error.to_string();
     assert!(error.starts_with("origin.protected_responses"), "{error}");
     assert!(error.contains("private, as_sent"), "{error}");
 }
