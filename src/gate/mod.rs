@@ -156,8 +156,9 @@ impl Gate {
         let legacy = verified.as_ref().is_some_and(|v| v.legacy);
         match verified.map(|v| v.token) {
             Some(Token::Pass(pass)) if !self.store.is_revoked(&pass.id) => {
-                let decision = self.holder(pass.clone(), settings, req, answer).await;
-                resealed_pass(decision, legacy.then_some(pass))
+                let legacy_pass = legacy.then(|| pass.clone());
+                let decision = self.holder(pass, settings, req, answer).await;
+                resealed_pass(decision, legacy_pass)
             }
             Some(Token::Ticket(ticket)) => {
                 let decision = self.waiter(ticket, settings, req).await;
