@@ -118,6 +118,10 @@ pub struct OriginSection {
     /// Serve the built-in demo shop on `address` (for trying the product with nothing else).
     #[serde(default)]
     pub serve_demo_shop: bool,
+    /// "private": the origin's answers to pass holders are kept out of shared caches;
+    /// "as_sent": passed on as the origin sent them (an origin that varies correctly).
+    #[serde(default = "defaults::protected_responses")]
+    pub protected_responses: String,
 }
 
 /// One of `[[rooms]]`: everything a `[room]` has, and its own `[rooms.page]` and
@@ -527,6 +531,9 @@ impl Default for TurnstileSection {
 mod defaults {
     pub fn yes() -> bool {
         true
+    }
+    pub fn protected_responses() -> String {
+        "private".into()
     }
     pub fn connect_timeout() -> String {
         "5s".into()

@@ -34,7 +34,7 @@ use crate::request::view::Request;
 use crate::room::{LiveSettings, Pollers, StoreHealth, ViewCell};
 use crate::service::metrics::Metrics;
 use crate::store::{RevokeReason, Store, StoreError};
-use crate::token::{Pass, Signer, Ticket, Token, new_visitor_id};
+use crate::token::{Pass, Signer, Ticket, Token, Verified, new_visitor_id};
 use crate::turnstile::Turnstile;
 
 /// A pass's cookie is signed again (and its store entry slid) once this share of the session
@@ -166,14 +166,23 @@ impl Gate {
         if settings.suspended {
             return Decision::Forward(Forward::plain(Outcome::Unprotected));
         }
-        let token = self.token(req);
+        let verified = self.verified(req);
+        let legacy = verified.as_ref().is_some_and(|v| v.legacy);
+        let token = verified.map(|v| v.token);
         // A revocation covers the visitor, not just its cookie: the ticket its pass came from
         // (or a copy of it) is refused like the pass.
         let revoked = token.as_ref().and_then(|t| self.store.revoked(t.visitor()));
         match (token, revoked) {
             (Some(_), Some(RevokeReason::Shared)) => Decision::Shared,
-            (Some(Token::Pass(pass)), None) => self.holder(pass, settings, req, answer).await,
-            (Some(Token::Ticket(ticket)), None) => self.waiter(ticket, settings, req).await,
+            (Some(Token::Pass(pass)), None) => {
+                let legacy_pass = legacy.then(|| pass.clone());
+                let decision = self.holder(pass, settings, req, answer).await;
+                resealed_pass(decision, legacy_pass)
+            }
+            (Some(Token::Ticket(ticket)), None) => {
+                let decision = self.waiter(ticket, settings, req).await;
+                resealed_ticket(decision, legacy)
+            }
             _ => {
                 let id = match &answer {
                     ChallengeAnswer::Passed { claimed: Some(id) } => id.clone(),
@@ -187,8 +196,13 @@ impl Gate {
 
     /// The token in the request's cookie, if any verifies.
     fn token(&self, req: &Request<'_>) -> Option<Token> {
+        self.verified(req).map(|v| v.token)
+    }
+
+    /// [`Gate::token`], and whether it is a legacy one to replace.
+    fn verified(&self, req: &Request<'_>) -> Option<Verified> {
         self.signer
-            .verify(req.cookie(&self.cookie_name)?, self.clock.now_ms())
+            .check(req.cookie(&self.cookie_name)?, self.clock.now_ms())
     }
 
     /// The pass this request holds, if any (revoked or not): the origin's revoke command ends
@@ -480,6 +494,26 @@ impl Gate {
             self.metrics.order_tau.set(tau);
         }
     }
+}
+
+/// A pass holder who came with a legacy (readable) pass leaves with the same pass sealed, when
+/// it was not renewed anyway.
+fn resealed_pass(mut decision: Decision, legacy: Option<Pass>) -> Decision {
+    if let (Decision::Forward(forward), Some(pass)) = (&mut decision, legacy)
+        && forward.outcome == Outcome::Passed
+        && forward.pass.is_none()
+    {
+        forward.pass = Some(pass);
+    }
+    decision
+}
+
+/// A waiting visitor who came with a legacy (readable) ticket gets it sealed on this answer.
+fn resealed_ticket(mut decision: Decision, legacy: bool) -> Decision {
+    if let Decision::Wait(wait) = &mut decision {
+        wait.sign |= legacy;
+    }
+    decision
 }
 
 /// Staff, monitoring, offices and verified search crawlers skip the room by address, header or

@@ -5,6 +5,7 @@
 use pingora_http::{RequestHeader, ResponseHeader};
 use pingora_proxy::Session;
 
+use crate::config::model::ProtectedResponses;
 use crate::core::autopilot::Outcome as Exchange;
 use crate::request::client::forwarded_for;
 
@@ -111,10 +112,15 @@ pub(super) async fn answer(
             }
         }
     }
-    if !cookies.is_empty() {
-        for cookie in cookies {
-            response.append_header("set-cookie", cookie)?;
-        }
+    let sets_cookie = !cookies.is_empty();
+    for cookie in cookies {
+        response.append_header("set-cookie", cookie)?;
+    }
+    // A CDN in front would otherwise hand a pass holder's page to the visitors still in line,
+    // and the origin cannot tell: it sees a pass holder's request like any other.
+    let protected =
+        ctx.protected && proxy.origin.protected_responses == ProtectedResponses::Private;
+    if sets_cookie || protected {
         keep_out_of_shared_caches(response)?;
     }
     Ok(())
@@ -138,9 +144,24 @@ fn revoke_command(response: &mut ResponseHeader) -> bool {
     revoke
 }
 
-/// A response that sets a visitor's own cookie must never be stored by a shared cache (a CDN
-/// would hand one visitor's pass to the next): `private`, without `public` or `s-maxage`.
+/// Headers that tell a CDN how long to keep a response whatever Cache-Control says (RFC 9213's
+/// `CDN-Cache-Control`, Cloudflare's own, Fastly's and Akamai's): a `private` the CDN was told
+/// to ignore would keep nothing out of it.
+const CDN_CACHE_HEADERS: [&str; 4] = [
+    "cdn-cache-control",
+    "cloudflare-cdn-cache-control",
+    "surrogate-control",
+    "edge-control",
+];
+
+/// A response that sets a visitor's own cookie, or answers a pass holder, must never be stored
+/// by a shared cache (a CDN would hand one visitor's pass or page to the next): `private`,
+/// without `public` or `s-maxage`, and without the headers that override it for CDNs. A
+/// response with no Cache-Control gets `private` too: shared caches may keep it heuristically.
 fn keep_out_of_shared_caches(response: &mut ResponseHeader) -> pingora::Result<()> {
+    for name in CDN_CACHE_HEADERS {
+        response.remove_header(name);
+    }
     let mut directives: Vec<String> = response
         .headers
         .get_all(http::header::CACHE_CONTROL)
@@ -192,6 +213,20 @@ mod tests {
         let mut r = response(&[("cache-control", "no-store"), ("cache-control", "Private")]);
         keep_out_of_shared_caches(&mut r).unwrap();
         assert_eq!(cache_control(&r), "no-store, Private");
+        let mut r = response(&[
+            ("cache-control", "PUBLIC, S-MaxAge=600, must-revalidate"),
+            ("CDN-Cache-Control", "max-age=600"),
+            ("Cloudflare-CDN-Cache-Control", "max-age=600"),
+            ("Surrogate-Control", "max-age=600"),
+            ("Edge-Control", "cache-maxage=600s"),
+            ("x-other", "kept"),
+        ]);
+        keep_out_of_shared_caches(&mut r).unwrap();
+        assert_eq!(cache_control(&r), "must-revalidate, private");
+        for name in CDN_CACHE_HEADERS {
+            assert!(r.headers.get(name).is_none(), "{name}");
+        }
+        assert!(r.headers.get("x-other").is_some());
     }
 
     #[test]

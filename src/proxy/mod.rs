@@ -98,6 +98,9 @@ pub struct RequestCtx {
     /// An admitted request the autopilot watches (its room's autopilot is on and the path is
     /// not excluded): its origin exchange is recorded once, then this goes back to false.
     watched: bool,
+    /// A pass holder's or a newly admitted visitor's request: what the origin answers is for
+    /// this visitor alone (`origin.protected_responses`).
+    protected: bool,
     /// Counted in `waitroom_origin_inflight` from choosing the origin to its response header
     /// (or the failure, or the end of the request, whichever comes first).
     in_flight: Option<InFlight>,
@@ -306,6 +309,7 @@ impl ProxyHttp for WaitroomProxy {
             origin_started: None,
             origin_status: None,
             watched: false,
+            protected: false,
             in_flight: None,
         }
     }
@@ -399,8 +403,8 @@ impl ProxyHttp for WaitroomProxy {
             Decision::Forward(forward) => {
                 // The autopilot judges the origin by what admitted visitors get: not bypassed
                 // paths, not excluded ones (matched like bypass, on the canonical path).
-                ctx.watched = matches!(forward.outcome, Outcome::Passed | Outcome::Admitted)
-                    && front.pilot.watches(request.path);
+                ctx.protected = matches!(forward.outcome, Outcome::Passed | Outcome::Admitted);
+                ctx.watched = ctx.protected && front.pilot.watches(request.path);
                 ctx.set_cookie = front.responder.pass_cookie(forward);
                 ctx.holder = forward.holder.clone();
                 self.forwarding(ctx, req, &canonical);

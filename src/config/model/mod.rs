@@ -28,7 +28,7 @@ pub use listen::{
     UPGRADE_SOCKET_NAME,
 };
 pub use log::{LogConfig, LogFormat};
-pub use origin::OriginConfig;
+pub use origin::{OriginConfig, ProtectedResponses};
 pub(crate) use pass::same_site;
 pub use pass::{DEFAULT_MAX_NETWORKS, DEFAULT_MAX_REQUESTS_PER_MINUTE, PassConfig, SameSite};
 pub(crate) use room::check_room_id;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::values::{duration, non_empty_path};
+use super::values::{choice, duration, non_empty_path};
 use super::{ConfigError, invalid};
 use crate::config::file::OriginSection;
 
@@ -21,6 +21,18 @@ pub struct OriginConfig {
     pub read_timeout: Duration,
     pub write_timeout: Duration,
     pub serve_demo_shop: bool,
+    pub protected_responses: ProtectedResponses,
+}
+
+/// `origin.protected_responses`: what becomes of the caching the origin allows on the answers
+/// a room protects (a pass holder's or a newly admitted visitor's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtectedResponses {
+    /// Kept out of shared caches: a CDN in front would otherwise hand a pass holder's page to
+    /// the visitors still in line.
+    Private,
+    /// As the origin sent them, for an origin that already varies on the cookie.
+    AsSent,
 }
 
 pub(crate) fn origin(
@@ -61,5 +73,13 @@ pub(crate) fn origin(
         read_timeout: duration("origin.read_timeout", &origin.read_timeout)?,
         write_timeout: duration("origin.write_timeout", &origin.write_timeout)?,
         serve_demo_shop: origin.serve_demo_shop,
+        protected_responses: choice(
+            "origin.protected_responses",
+            &origin.protected_responses,
+            &[
+                ("private", ProtectedResponses::Private),
+                ("as_sent", ProtectedResponses::AsSent),
+            ],
+        )?,
     })
 }
