@@ -299,6 +299,12 @@ pub struct StoreSection {
     pub prefix: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Redis Sentinels (`host:port`) that name the master: with `master_name`, the store follows
+    /// a failover. `url`, if set, then gives only the master's credentials, TLS and database.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sentinels: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master_name: Option<String>,
     pub on_error: String,
     pub connect_timeout: String,
     pub command_timeout: String,
@@ -313,6 +319,8 @@ impl std::fmt::Debug for StoreSection {
             .field("backend", &self.backend)
             .field("prefix", &self.prefix)
             .field("url", &self.url.as_deref().map(super::model::masked_url))
+            .field("sentinels", &self.sentinels)
+            .field("master_name", &self.master_name)
             .field("on_error", &self.on_error)
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
@@ -327,6 +335,8 @@ impl Default for StoreSection {
             backend: "memory".into(),
             prefix: "wr:".into(),
             url: None,
+            sentinels: Vec::new(),
+            master_name: None,
             on_error: "closed".into(),
             connect_timeout: "2s".into(),
             command_timeout: "500ms".into(),

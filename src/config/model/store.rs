@@ -80,12 +80,29 @@ pub(crate) fn store(
     let backend = match name {
         BackendName::Memory => Backend::Memory,
         BackendName::Redis => Backend::Redis {
-            url: section.url.clone().ok_or_else(|| {
-                invalid(
-                    "store.url",
-                    format!("is required with backend = \"redis\": set it or {ENV_REDIS_URL}"),
-                )
-            })?,
+            url: match (section.sentinels.as_slice(), &section.master_name) {
+                ([], None) => section.url.clone().ok_or_else(|| {
+                    invalid(
+                        "store.url",
+                        format!(
+                            "is required with backend = \"redis\": set it or {ENV_REDIS_URL} \
+                             (or store.sentinels and store.master_name)"
+                        ),
+                    )
+                })?,
+                ([], Some(_)) => {
+                    return Err(invalid("store.master_name", "needs store.sentinels"));
+                }
+                (_, None) => {
+                    return Err(invalid(
+                        "store.master_name",
+                        "is required with store.sentinels: the name the Sentinels monitor",
+                    ));
+                }
+                (sentinels, Some(master)) => {
+                    sentinel_url(section.url.as_deref(), sentinels, master)?
+                }
+            },
         },
     };
     if section.prefix.is_empty() {
@@ -114,6 +131,60 @@ pub(crate) fn store(
         command_timeout: duration("store.command_timeout", &section.command_timeout)?,
         leader_ttl: duration("store.leader_ttl", &section.leader_ttl)?,
     })
+}
+
+/// The store's URL for a master named by Sentinels: `redis+sentinel://[user:password@]s1,s2/
+/// master[/db]`, the credentials, TLS and database taken from `url` when it is set (its host is
+/// the Sentinels' to name).
+fn sentinel_url(
+    url: Option<&str>,
+    sentinels: &[String],
+    master: &str,
+) -> Result<String, ConfigError> {
+    for sentinel in sentinels {
+        let port = sentinel
+            .rsplit_once(':')
+            .map(|(_, port)| port.parse::<u16>());
+        if !matches!(port, Some(Ok(p)) if p > 0) || sentinel.contains(['/', '@', ',']) {
+            return Err(invalid(
+                "store.sentinels",
+                format!("{sentinel:?} is not host:port"),
+            ));
+        }
+    }
+    if master.is_empty() || master.contains(['/', '@', ',', ' ']) {
+        return Err(invalid(
+            "store.master_name",
+            format!("{master:?} is not a name Sentinel monitors"),
+        ));
+    }
+    let (scheme, userinfo, db) = match url {
+        None => ("redis", String::new(), String::new()),
+        Some(url) => {
+            let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+            if scheme != "redis" && scheme != "rediss" {
+                return Err(invalid(
+                    "store.url",
+                    "with store.sentinels, gives only the master's credentials, TLS and database: \
+                     redis://[user:password@]host/db or rediss://…",
+                ));
+            }
+            let (userinfo, rest) = match rest.rsplit_once('@') {
+                Some((userinfo, rest)) => (format!("{userinfo}@"), rest),
+                None => (String::new(), rest),
+            };
+            let db = rest
+                .split_once('/')
+                .map(|(_, db)| db)
+                .filter(|db| !db.is_empty())
+                .map_or_else(String::new, |db| format!("/{db}"));
+            (scheme, userinfo, db)
+        }
+    };
+    Ok(format!(
+        "{scheme}+sentinel://{userinfo}{}/{master}{db}",
+        sentinels.join(",")
+    ))
 }
 
 /// A store URL with its password (or its whole user information, when it has no `:`) replaced

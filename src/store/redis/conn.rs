@@ -8,8 +8,9 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Client, Cmd, Pipeline, ProtocolVersion, PushInfo, RedisError, RedisFuture, Value};
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+use super::sentinel::{FollowedMaster, SentinelConn, SentinelUrl};
 use crate::store::{StoreError, StoreResult};
 
 /// A reconnection tried within one call gives up after this many attempts; the next call tries
@@ -59,11 +60,12 @@ pub(super) async fn within<T>(
     }
 }
 
-/// One Redis server, or a cluster.
+/// One Redis server, a cluster, or the master Sentinel names.
 #[derive(Clone)]
 pub(super) enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Sentinel(SentinelConn),
 }
 
 impl ConnectionLike for Conn {
@@ -71,6 +73,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -83,6 +86,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -90,6 +94,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
+            Conn::Sentinel(c) => c.get_db(),
         }
     }
 }
@@ -97,11 +102,73 @@ impl ConnectionLike for Conn {
 /// A store's connections, subscribed to its revocations.
 pub(super) struct Connections {
     pub(super) conn: Conn,
-    /// The subscribed connection: it reconnects (and subscribes again) when used after an
-    /// outage.
-    pub(super) feed: ConnectionManager,
+    pub(super) feed: Feed,
     /// What the feed receives.
     pub(super) pushes: UnboundedReceiver<PushInfo>,
+}
+
+/// The subscribed connection: it reconnects (and subscribes again) when used after an outage;
+/// behind Sentinel it moves to the new master after a failover.
+pub(super) struct Feed {
+    conn: ConnectionManager,
+    channel: String,
+    follows: Option<Follows>,
+}
+
+/// What a feed behind Sentinel needs to move.
+struct Follows {
+    master: std::sync::Arc<FollowedMaster>,
+    /// The master the feed is connected to.
+    address: String,
+    config: ConnectionManagerConfig,
+    pushes: UnboundedSender<PushInfo>,
+}
+
+impl Feed {
+    /// Pings the feed (so that it reconnects after an outage); behind Sentinel, a feed whose
+    /// master no longer answers is opened again on the master the Sentinels name now.
+    pub(super) async fn keep(&mut self, limit: Duration) -> Result<(), Failure> {
+        let pinged = within(
+            limit,
+            redis::cmd("PING").query_async::<Value>(&mut self.conn),
+        )
+        .await;
+        let Err(failure) = pinged else {
+            return Ok(());
+        };
+        let Some(follows) = &mut self.follows else {
+            return Err(failure);
+        };
+        let (address, client) = within(limit, follows.master.master_client()).await?;
+        if address == follows.address {
+            return Err(failure);
+        }
+        let config = follows
+            .config
+            .clone()
+            .set_push_sender(follows.pushes.clone())
+            .set_automatic_resubscription();
+        let mut conn = within(
+            limit,
+            ConnectionManager::new_with_config(resp3(&client)?, config),
+        )
+        .await?;
+        within(limit, conn.subscribe(&self.channel)).await?;
+        log::info!("redis: the revocation feed follows the master to {address}");
+        follows.address = address;
+        self.conn = conn;
+        Ok(())
+    }
+}
+
+/// The same server, spoken to in RESP3 (pushes need it).
+fn resp3(client: &Client) -> Result<Client, Failure> {
+    let info = client.get_connection_info().clone();
+    let settings = info
+        .redis_settings()
+        .clone()
+        .set_protocol(ProtocolVersion::RESP3);
+    Ok(Client::open(info.set_redis_settings(settings))?)
 }
 
 /// Connects to the server or cluster `url` names and subscribes to `channel`.
@@ -115,18 +182,40 @@ pub(super) async fn connect(
         url: redacted(url),
         source,
     };
-    let nodes = cluster_nodes(url);
-    let first_node = nodes
-        .as_ref()
-        .and_then(|n| n.first())
-        .map_or(url, String::as_str);
-    let client = Client::open(first_node).map_err(invalid)?;
-
     let config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(connect_timeout))
         .set_response_timeout(Some(command_timeout))
         .set_number_of_retries(RECONNECT_RETRIES)
         .set_max_delay(command_timeout / 4);
+    let sentinel = match SentinelUrl::parse(url) {
+        Some(Ok(sentinel)) => Some(std::sync::Arc::new(
+            FollowedMaster::new(sentinel, config.clone(), connect_timeout).map_err(invalid)?,
+        )),
+        Some(Err(why)) => {
+            let kind = redis::ErrorKind::InvalidClientConfig;
+            return Err(invalid(RedisError::from((kind, "Sentinel URL", why))));
+        }
+        None => None,
+    };
+    let nodes = cluster_nodes(url);
+    let first_node = nodes
+        .as_ref()
+        .and_then(|n| n.first())
+        .map_or(url, String::as_str);
+    let (master_address, client) = match &sentinel {
+        Some(master) => {
+            let (address, client) = within(connect_timeout, master.master_client())
+                .await
+                .map_err(|e| {
+                    e.context(&format!(
+                        "no master from the Sentinels of {}",
+                        redacted(url)
+                    ))
+                })?;
+            (Some(address), client)
+        }
+        None => (None, Client::open(first_node).map_err(invalid)?),
+    };
     let cluster = match &nodes {
         Some(nodes) => Some(
             ClusterClient::builder(nodes.iter().map(String::as_str))
@@ -139,11 +228,12 @@ pub(super) async fn connect(
         None => None,
     };
     let conn = async {
-        let mut conn = match &cluster {
-            Some(cluster) => {
+        let mut conn = match (&cluster, &sentinel) {
+            (Some(cluster), _) => {
                 Conn::Cluster(within(connect_timeout, cluster.get_async_connection()).await?)
             }
-            None => Conn::Single(
+            (None, Some(master)) => Conn::Sentinel(SentinelConn(master.clone())),
+            (None, None) => Conn::Single(
                 within(
                     connect_timeout,
                     ConnectionManager::new_with_config(client.clone(), config.clone()),
@@ -165,14 +255,12 @@ pub(super) async fn connect(
 
     // A second connection, on RESP3, receives the revocations of the other instances (in a
     // cluster, from the first node named: PUBLISH reaches every node).
-    let info = client.get_connection_info().clone();
-    let settings = info
-        .redis_settings()
-        .clone()
-        .set_protocol(ProtocolVersion::RESP3);
-    let feed_client = Client::open(info.set_redis_settings(settings)).map_err(Failure::from)?;
+    let feed_client = resp3(&client)?;
     let (tx, pushes) = unbounded_channel();
-    let feed_config = config.set_push_sender(tx).set_automatic_resubscription();
+    let feed_config = config
+        .clone()
+        .set_push_sender(tx.clone())
+        .set_automatic_resubscription();
     let mut feed = within(
         connect_timeout,
         ConnectionManager::new_with_config(feed_client, feed_config),
@@ -182,6 +270,19 @@ pub(super) async fn connect(
     within(command_timeout, feed.subscribe(channel))
         .await
         .map_err(|e| e.context("cannot subscribe to revocations"))?;
+    let follows = sentinel
+        .zip(master_address)
+        .map(|(master, address)| Follows {
+            master,
+            address,
+            config,
+            pushes: tx,
+        });
+    let feed = Feed {
+        conn: feed,
+        channel: channel.to_owned(),
+        follows,
+    };
     Ok(Connections { conn, feed, pushes })
 }
 
@@ -208,7 +309,7 @@ fn cluster_nodes(url: &str) -> Option<Vec<String>> {
 /// and in the query of a socket's URL (`?pass=`, everything after it dropped). Misspelt URLs
 /// are redacted too: whatever precedes the last `@` goes, even past a `/` or `?` that a password
 /// should have percent-encoded; a URL without a scheme keeps nothing.
-fn redacted(url: &str) -> String {
+pub(super) fn redacted(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return "…".to_owned();
     };

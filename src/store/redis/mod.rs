@@ -24,6 +24,7 @@ mod conn;
 mod joins;
 mod revocations;
 mod scripts;
+mod sentinel;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -1,16 +1,15 @@
-//! The ended passes each instance keeps in memory to answer `is_revoked` without a round trip,
+//! The ended passes each instance keeps in memory to answer `revoked` without a round trip,
 //! and the task that keeps them in step with the other instances.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
-use redis::{PushInfo, PushKind, Value};
+use redis::{PushInfo, PushKind};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::TimeSource;
-use super::conn::{Conn, within};
+use super::conn::{Conn, Feed, within};
 use super::scripts::text;
 use crate::clock::Millis;
 use crate::store::RevokeReason;
@@ -69,8 +68,8 @@ fn revoked_member(member: String, until: Millis) -> (String, Millis, RevokeReaso
 /// the revoked set every second, which covers what the feed missed while disconnected.
 pub(super) struct Follower {
     /// The subscribed connection, pinged every second so that it reconnects (and subscribes
-    /// again) after an outage.
-    pub(super) feed: ConnectionManager,
+    /// again) after an outage, or follows a new master.
+    pub(super) feed: Feed,
     pub(super) conn: Conn,
     pub(super) pushes: UnboundedReceiver<PushInfo>,
     pub(super) revoked: Arc<Revocations>,
@@ -120,12 +119,7 @@ impl Follower {
     }
 
     async fn reload(&mut self) {
-        if let Err(e) = within(
-            self.command_timeout,
-            redis::cmd("PING").query_async::<Value>(&mut self.feed),
-        )
-        .await
-        {
+        if let Err(e) = self.feed.keep(self.command_timeout).await {
             log::debug!("revocation feed down: redis: {e}");
         }
         let now = self.time.local_now();

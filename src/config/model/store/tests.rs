@@ -137,3 +137,42 @@ fn passwords_are_masked_and_reach_redis_decoded() {
     );
     assert!(!printed.contains("hunter2"), "{printed}");
 }
+
+#[test]
+fn sentinels_and_a_master_name_make_a_sentinel_url() {
+    let sentinel_section =
+        |url: Option<&str>, sentinels: &[&str], master: Option<&str>| StoreSection {
+            sentinels: sentinels.iter().map(|s| (*s).to_owned()).collect(),
+            master_name: master.map(str::to_owned),
+            ..redis_section(url)
+        };
+    let mut section = sentinel_section(None, &["s1:26379", "s2:26379"], Some("shop"));
+    assert_eq!(
+        url_of(read(&mut section, &[]).0),
+        "redis+sentinel://s1:26379,s2:26379/shop"
+    );
+    let mut section = sentinel_section(Some("rediss://:pw@ignored/2"), &["s1:26379"], Some("shop"));
+    assert_eq!(
+        url_of(read(&mut section, &[]).0),
+        "rediss+sentinel://:pw@s1:26379/shop/2"
+    );
+    let error = |section: &mut StoreSection| match read(section, &[]).0 {
+        Err(e) => e.to_string(),
+        Ok(s) => panic!("{:?}", s.backend),
+    };
+    assert!(
+        error(&mut sentinel_section(None, &["s1:26379"], None)).starts_with("store.master_name")
+    );
+    assert!(error(&mut sentinel_section(None, &[], Some("shop"))).starts_with("store.master_name"));
+    assert!(
+        error(&mut sentinel_section(None, &["s1"], Some("shop"))).starts_with("store.sentinels")
+    );
+    assert!(
+        error(&mut sentinel_section(
+            Some("http://x"),
+            &["s1:26379"],
+            Some("shop")
+        ))
+        .starts_with("store.url")
+    );
+}
