@@ -15,6 +15,8 @@ pub struct RedisServer {
     tls: Option<(PathBuf, PathBuf, PathBuf)>,
     /// A node of a Redis Cluster.
     cluster: bool,
+    /// Further arguments (a replica's `--replicaof`).
+    extra: Vec<String>,
     access: Access,
     child: Option<Child>,
 }
@@ -112,7 +114,31 @@ impl RedisServer {
             dir,
             tls,
             cluster: false,
+            extra: Vec::new(),
             access,
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    /// A replica of `master` (without persistence, like `start`).
+    pub fn start_replica_of(master: &RedisServer) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut server = Self {
+            port,
+            dir: None,
+            tls: None,
+            cluster: false,
+            extra: vec![
+                "--replicaof".into(),
+                "127.0.0.1".into(),
+                master.port.to_string(),
+            ],
+            access: Access::Anyone,
             child: None,
         };
         server.spawn();
@@ -170,6 +196,7 @@ impl RedisServer {
             }
         }
         cmd.args(self.access.server_args());
+        cmd.args(&self.extra);
         if self.cluster {
             cmd.args([
                 "--cluster-enabled",
@@ -299,6 +326,7 @@ impl RedisCluster {
                     dir: Some(tempfile::tempdir().expect("temp dir")),
                     tls: None,
                     cluster: true,
+                    extra: Vec::new(),
                     access: access.clone(),
                     child: None,
                 };
@@ -382,4 +410,112 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Redis Sentinels watching one master, each a `redis-server --sentinel` on a free port with a
+/// config file of its own (Sentinel rewrites it), killed on drop.
+pub struct Sentinels {
+    ports: Vec<u16>,
+    children: Vec<Child>,
+    _dir: tempfile::TempDir,
+}
+
+impl Sentinels {
+    /// `n` Sentinels, a quorum of `n / 2 + 1`, that call the master down after 1 s of silence.
+    pub fn start(n: usize, master_name: &str, master: &RedisServer) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut ports = Vec::new();
+        let mut children = Vec::new();
+        for i in 0..n {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port();
+            let conf = dir.path().join(format!("sentinel-{i}.conf"));
+            std::fs::write(
+                &conf,
+                format!(
+                    "port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {}\n\
+                     sentinel monitor {master_name} 127.0.0.1 {} {}\n\
+                     sentinel down-after-milliseconds {master_name} 1000\n\
+                     sentinel failover-timeout {master_name} 4000\n\
+                     sentinel parallel-syncs {master_name} 1\n",
+                    dir.path().display(),
+                    master.port(),
+                    n / 2 + 1,
+                ),
+            )
+            .expect("sentinel config written");
+            let child = Command::new("redis-server")
+                .arg(&conf)
+                .arg("--sentinel")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server --sentinel starts");
+            children.push(child);
+            ports.push(port);
+        }
+        let sentinels = Self {
+            ports,
+            children,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while sentinels.master_port(master_name).is_none() {
+            assert!(Instant::now() < deadline, "the Sentinels never named a master");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        sentinels
+    }
+
+    /// `host:port` of each Sentinel.
+    pub fn addresses(&self) -> Vec<String> {
+        self.ports.iter().map(|p| format!("127.0.0.1:{p}")).collect()
+    }
+
+    /// The master's port as the first Sentinel that answers names it.
+    pub fn master_port(&self, master_name: &str) -> Option<u16> {
+        self.ports.iter().find_map(|port| {
+            let answer = command_on(*port, &["SENTINEL", "get-master-addr-by-name", master_name])?;
+            answer.lines().filter(|l| !l.starts_with(['*', '$'])).nth(1)?.parse().ok()
+        })
+    }
+
+    /// Replicas each Sentinel knows of `master_name`, at least.
+    pub fn known_replicas(&self, master_name: &str) -> usize {
+        self.ports
+            .iter()
+            .filter_map(|port| command_on(*port, &["SENTINEL", "replicas", master_name]))
+            .map(|answer| answer.lines().next().and_then(|l| l.strip_prefix('*')).and_then(|n| n.parse().ok()).unwrap_or(0))
+            .min()
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Sentinels {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// One command to whatever listens on `port`, its raw answer; None when nothing answers.
+fn command_on(port: u16, args: &[&str]) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream.write_all(resp(args).as_bytes()).ok()?;
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        let n = stream.read(&mut buf).ok()?;
+        answer.extend_from_slice(&buf[..n]);
+        if n == 0 || complete(&answer) {
+            break;
+        }
+    }
+    Some(String::from_utf8_lossy(&answer).into_owned())
 }
