@@ -202,10 +202,9 @@ async fn get(
 /// Whether the proxy ends `stream` within `within` (whatever it sent before).
 async fn ends_within(stream: &mut TcpStream, within: Duration) -> bool {
     let mut sink = Vec::new();
-    matches!(
-        tokio::time::timeout(within, stream.read_to_end(&mut sink)).await,
-        Ok(_)
-    )
+    tokio::time::timeout(within, stream.read_to_end(&mut sink))
+        .await
+        .is_ok()
 }
 
 async fn metric(proxy: &TestProxy, series: &str) -> u64 {
@@ -674,6 +673,23 @@ async fn a_pass_holders_websocket_and_a_websocket_path_still_upgrade() {
     let (status, _, body) = read_answer(&mut newcomer).await.expect("an answer");
     assert!(status == 200 && body.contains("Test drop"), "{body}");
     assert!(!origin.targets().contains(&"/live/other".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outside_every_room_only_a_listed_websocket_path_upgrades() {
+    let origin = Origin::start();
+    let room = format!("{FULL_ROOM}path = \"/drop\"\nwebsocket_paths = [\"/ws/*\"]\n");
+    let proxy = start(&origin, "", &room, "");
+
+    let mut listed = upgrade(&proxy, "/ws/stock", None).await;
+    let (status, head, _) = read_answer(&mut listed).await.expect("an answer");
+    assert_eq!(status, 101, "{head}");
+    assert!(echoed(&mut listed, b"hello").await);
+
+    let mut other = upgrade(&proxy, "/chat", None).await;
+    let (status, _, body) = read_answer(&mut other).await.expect("an answer");
+    assert_eq!((status, body.as_str()), (200, "origin:/chat"));
+    assert_eq!(origin.request("/chat").unwrap().header("upgrade"), None);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -204,8 +204,9 @@ pub struct RoomSection {
     pub admission_interval: String,
     #[serde(default)]
     pub bypass: Vec<String>,
-    /// Paths (patterns like `bypass`) where any request may open a WebSocket (an `Upgrade`);
-    /// elsewhere only pass holders on the room's protected paths may.
+    /// Paths (patterns like `bypass`) where any forwarded request may open a WebSocket (an
+    /// `Upgrade`), in the room or outside every room on its host; elsewhere only pass holders on
+    /// the room's protected paths may.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub websocket_paths: Vec<String>,
     /// Client addresses or ranges that skip the room (staff offices, monitoring).

@@ -13,9 +13,9 @@ use bytes::Bytes;
 use pingora_http::ResponseHeader;
 use pingora_proxy::Session;
 
-use crate::gate::{Gate, Watch};
-use crate::respond::Responder;
-use crate::room::{Beat, Pulse};
+use super::Front;
+use crate::gate::Watch;
+use crate::room::Beat;
 
 /// Longest a stream stays open; the page reconnects after that.
 const STREAM_LIFETIME: Duration = Duration::from_secs(600);
@@ -167,20 +167,19 @@ fn refusal(refused: Refused, retry_secs: u64) -> pingora::Result<ResponseHeader>
 
 /// Serves one stream until the visitor is let in, the stream's lifetime ends or the page goes
 /// away. A page that went away is not an error.
+/// `address` is the client's per-address limit key.
 pub async fn serve(
     session: &mut Session,
-    gate: &Gate,
-    responder: &Responder,
-    pulse: &Pulse,
+    front: &Front,
     budget: &StreamBudget,
     address: &str,
-    refused_streams: &[prometheus::IntCounter; 3],
     mut watch: Watch,
 ) -> pingora::Result<()> {
+    let (gate, responder, pulse) = (&*front.gate, &*front.responder, &*front.pulse);
     let _slot = match budget.take(watch.visitor(), address) {
         Ok(slot) => slot,
         Err(refused) => {
-            if let Some(counter) = refused_streams.get(refused as usize) {
+            if let Some(counter) = front.metrics.event_streams_refused.get(refused as usize) {
                 counter.inc();
             }
             let retry = gate.settings().refresh_interval.as_secs().max(1);

@@ -91,7 +91,7 @@ pub struct RequestCtx {
     /// What is forwarded, when it differs from what came.
     target: Option<String>,
     /// The request may open a tunnel (`Upgrade`): a pass holder on a protected path, or a path
-    /// of the room's `websocket_paths`. Anything else reaches the origin without its `Upgrade`,
+    /// of a room's `websocket_paths`. Anything else reaches the origin without its `Upgrade`,
     /// and a 101 the origin answers anyway is refused (`forward::refuse_tunnel`).
     upgrade_allowed: bool,
     host: Option<String>,
@@ -230,6 +230,23 @@ impl WaitroomProxy {
             .or(self.fronts.first())
     }
 
+    /// A path outside every room may upgrade when a room on its host lists it in
+    /// `websocket_paths`: a shop whose room covers `/drop` keeps its WebSocket at `/ws`.
+    fn websocket_path_outside_rooms(&self, host: Option<&str>, path: &str) -> bool {
+        self.routes.rooms_on(host).any(|i| {
+            self.fronts.get(i).is_some_and(|front| {
+                let settings = front.gate.settings();
+                settings.websocket_paths.iter().any(|p| p.matches(path))
+            })
+        })
+    }
+
+    fn count_unparsed(&self, ctx: &RequestCtx, unparsed: bool) {
+        if unparsed && let Some(front) = self.counting_room(ctx) {
+            front.metrics.client_address_unparsed.inc();
+        }
+    }
+
     /// The room whose figures and pages an origin exchange belongs to: the request's room, or
     /// the only room (which then counts the whole origin, as before there were several).
     fn origin_room(&self, ctx: &RequestCtx) -> Option<&Front> {
@@ -237,14 +254,6 @@ impl WaitroomProxy {
             Some(i) => self.fronts.get(i),
             None if self.fronts.len() == 1 => self.fronts.first(),
             None => None,
-        }
-    }
-}
-
-impl WaitroomProxy {
-    fn count_unparsed(&self, ctx: &RequestCtx, unparsed: bool) {
-        if unparsed && let Some(front) = self.counting_room(ctx) {
-            front.metrics.client_address_unparsed.inc();
         }
     }
 }
@@ -431,6 +440,11 @@ impl ProxyHttp for WaitroomProxy {
         self.count_unparsed(ctx, unparsed);
         let Some(front) = room.and_then(|i| self.fronts.get(i)) else {
             ctx.decision = Outcome::Unprotected.label();
+            ctx.upgrade_allowed = req.headers.contains_key(http::header::UPGRADE)
+                && self.websocket_path_outside_rooms(
+                    canonical.host.as_ref().map(Authority::host),
+                    canonical.target.match_path(),
+                );
             self.forwarding(ctx, req, &canonical);
             return Ok(false);
         };

@@ -88,17 +88,7 @@ impl WaitroomProxy {
                 let watch = front.gate.watch(&request);
                 // No address at all (not a TCP peer): one shared budget, like unreadable ones.
                 let address = client.map_or_else(String::new, |c| c.limit_key(self.ipv6_prefix));
-                return events::serve(
-                    session,
-                    &front.gate,
-                    &front.responder,
-                    &front.pulse,
-                    &self.streams,
-                    &address,
-                    &front.metrics.event_streams_refused,
-                    watch,
-                )
-                .await;
+                return events::serve(session, front, &self.streams, &address, watch).await;
             }
             Reserved::Unknown => Responder::not_here(reserved),
         };
