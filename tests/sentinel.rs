@@ -158,10 +158,16 @@ async fn the_proxies_follow_a_failover_under_a_crowd() {
     tokio::task::block_in_place(|| master.kill());
     let deadline = Instant::now() + Duration::from_secs(20);
     let promoted_at = loop {
-        if sentinels.master_port(MASTER).is_some_and(|p| p != old_master) {
+        if sentinels
+            .master_port(MASTER)
+            .is_some_and(|p| p != old_master)
+        {
             break started.elapsed().as_millis();
         }
-        assert!(Instant::now() < deadline, "the Sentinels never promoted the replica");
+        assert!(
+            Instant::now() < deadline,
+            "the Sentinels never promoted the replica"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(sentinels.master_port(MASTER), Some(replica.port()));
@@ -207,7 +213,8 @@ async fn the_proxies_follow_a_failover_under_a_crowd() {
     let refused_holders = logs
         .iter()
         .filter(|log| {
-            log.iter().any(|(t, _, origin, _)| *origin && *t < killed_at)
+            log.iter()
+                .any(|(t, _, origin, _)| *origin && *t < killed_at)
                 && log
                     .iter()
                     .any(|(t, status, origin, _)| !*origin && *status != 0 && *t >= killed_at)
@@ -231,7 +238,10 @@ async fn the_proxies_follow_a_failover_under_a_crowd() {
             .iter()
             .filter_map(|(t, _, _, p)| p.map(|p| (*t, p)))
             .collect();
-        if places.windows(2).any(|w| w[1].0 >= killed_at && w[1].1 > w[0].1) {
+        if places
+            .windows(2)
+            .any(|w| w[1].0 >= killed_at && w[1].1 > w[0].1)
+        {
             eprintln!("sent back: {log:?}");
         }
     }

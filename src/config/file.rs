@@ -67,8 +67,13 @@ pub struct ListenSection {
     pub max_connections: u64,
     /// Open connections per client address at most; 0: no limit.
     pub max_connections_per_ip: u64,
-    /// Open `/__waitroom/events` streams at most; 0: derived from the open-file limit at start.
+    /// Open `/__waitroom/events` streams at most; 0: derived at start, half of
+    /// `max_connections`, so streams never hold every connection.
     pub max_event_streams: u64,
+    /// Open `/__waitroom/events` streams per client address at most; 0: no limit.
+    pub max_event_streams_per_ip: u64,
+    /// The longest silence between two reads of a request body before the connection is closed.
+    pub body_timeout: String,
 }
 
 impl Default for ListenSection {
@@ -88,6 +93,8 @@ impl Default for ListenSection {
             max_connections: 0,
             max_connections_per_ip: 0,
             max_event_streams: 0,
+            max_event_streams_per_ip: 6,
+            body_timeout: "10s".into(),
         }
     }
 }
@@ -201,6 +208,11 @@ pub struct RoomSection {
     pub admission_interval: String,
     #[serde(default)]
     pub bypass: Vec<String>,
+    /// Paths (patterns like `bypass`) where any forwarded request may open a WebSocket (an
+    /// `Upgrade`), in the room or outside every room on its host; elsewhere only pass holders on
+    /// the room's protected paths may.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub websocket_paths: Vec<String>,
     /// Client addresses or ranges that skip the room (staff offices, monitoring).
     #[serde(default)]
     pub bypass_ips: Vec<String>,

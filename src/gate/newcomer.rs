@@ -5,7 +5,7 @@ use crate::clock::Millis;
 use crate::config::model::OnStoreError;
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::ip_limit::IpClaim;
-use crate::request::client::limit_key;
+use crate::request::client::{UNPARSED_LIMIT_KEY, limit_key};
 use crate::request::view::Request;
 use crate::store::{StoreError, TicketPlace};
 use crate::token::{Sighting, Ticket};
@@ -121,10 +121,15 @@ impl Gate {
         settings: &RoomSettings,
         req: &Request<'_>,
     ) -> Result<Option<Decision>, StoreError> {
-        let Some(ip) = req.client_ip.filter(|_| !self.ip_limits.is_off()) else {
+        if self.ip_limits.is_off() {
             return Ok(None);
+        }
+        let key = match req.client_ip {
+            Some(ip) => limit_key(ip, self.ip_limits.ipv6_prefix),
+            // Never the balancer's address: that would put everyone behind it in one budget.
+            None if req.unparsed_client => UNPARSED_LIMIT_KEY.to_owned(),
+            None => return Ok(None),
         };
-        let key = limit_key(ip, self.ip_limits.ipv6_prefix);
         let claimed = self.store.claim_ticket(&key, id, &self.ip_limits).await;
         self.health.note(&claimed);
         let (retry_after_secs, limit) = match claimed? {

@@ -13,26 +13,28 @@ use bytes::Bytes;
 use pingora_http::ResponseHeader;
 use pingora_proxy::Session;
 
-use crate::gate::{Gate, Watch};
-use crate::respond::Responder;
-use crate::respond::reply::Reply;
-use crate::room::{Beat, Pulse};
+use super::Front;
+use crate::gate::Watch;
+use crate::room::Beat;
 
 /// Longest a stream stays open; the page reconnects after that.
 const STREAM_LIFETIME: Duration = Duration::from_secs(600);
 /// Streams one visitor (one ticket) may hold at once: a few tabs.
 pub const STREAMS_PER_VISITOR: usize = 4;
 
-/// How many streams are open, in all and per visitor.
+/// How many streams are open, in all, per client address and per visitor.
 pub struct StreamBudget {
     max_total: usize,
+    max_per_address: Option<usize>,
     open: AtomicUsize,
+    per_address: Mutex<HashMap<String, usize>>,
     per_visitor: Mutex<HashMap<String, usize>>,
 }
 
 /// One open stream's share of the budget, given back when the stream ends.
 pub struct StreamSlot<'a> {
     budget: &'a StreamBudget,
+    address: Option<String>,
     visitor: Option<String>,
 }
 
@@ -40,15 +42,60 @@ pub struct StreamSlot<'a> {
 pub enum Refused {
     /// This visitor holds its share already.
     Visitor,
+    /// This client address (`listen.max_event_streams_per_ip`) holds its share already.
+    Address,
     /// The proxy holds its budget of streams.
     Proxy,
 }
 
+impl Refused {
+    pub const ALL: [Refused; 3] = [Refused::Visitor, Refused::Address, Refused::Proxy];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Refused::Visitor => "visitor",
+            Refused::Address => "address",
+            Refused::Proxy => "proxy",
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Every critical section leaves the counts whole: a panic elsewhere does not spoil them.
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Takes one of `key`'s `max` places in `counts`.
+fn take_place(counts: &Mutex<HashMap<String, usize>>, key: &str, max: usize) -> bool {
+    let mut counts = lock(counts);
+    let held = counts.entry(key.to_owned()).or_default();
+    if *held >= max {
+        if *held == 0 {
+            counts.remove(key);
+        }
+        return false;
+    }
+    *held += 1;
+    true
+}
+
+fn give_place(counts: &Mutex<HashMap<String, usize>>, key: &str) {
+    let mut counts = lock(counts);
+    if let Some(held) = counts.get_mut(key) {
+        *held -= 1;
+        if *held == 0 {
+            counts.remove(key);
+        }
+    }
+}
+
 impl StreamBudget {
-    pub fn new(max_total: usize) -> Self {
+    pub fn new(max_total: usize, max_per_address: Option<usize>) -> Self {
         Self {
             max_total,
+            max_per_address,
             open: AtomicUsize::new(0),
+            per_address: Mutex::new(HashMap::new()),
             per_visitor: Mutex::new(HashMap::new()),
         }
     }
@@ -57,7 +104,9 @@ impl StreamBudget {
         self.open.load(Ordering::Relaxed)
     }
 
-    pub fn take(&self, visitor: Option<&str>) -> Result<StreamSlot<'_>, Refused> {
+    /// A place for a stream of `visitor` (its ticket) from `address` (its per-address limit
+    /// key): the proxy's, the address's and the visitor's shares, all or none.
+    pub fn take(&self, visitor: Option<&str>, address: &str) -> Result<StreamSlot<'_>, Refused> {
         let taken = self
             .open
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -66,23 +115,25 @@ impl StreamBudget {
         if taken.is_err() {
             return Err(Refused::Proxy);
         }
+        // From here, each share is in the slot as soon as it is taken: a refusal drops the slot,
+        // which gives back exactly what was taken.
         let mut slot = StreamSlot {
             budget: self,
+            address: None,
             visitor: None,
         };
-        let Some(visitor) = visitor else {
-            return Ok(slot);
-        };
-        let mut per_visitor = self.per_visitor.lock().unwrap_or_else(|p| p.into_inner());
-        let held = per_visitor.entry(visitor.to_owned()).or_default();
-        if *held >= STREAMS_PER_VISITOR {
-            // `slot` gives the proxy's share back as it drops.
-            return Err(Refused::Visitor);
+        if let Some(max) = self.max_per_address {
+            if !take_place(&self.per_address, address, max) {
+                return Err(Refused::Address);
+            }
+            slot.address = Some(address.to_owned());
         }
-        *held += 1;
-        // The same slot, now the visitor's too: a new one built from it would have dropped the
-        // first, giving the proxy's share back while the stream still holds it.
-        slot.visitor = Some(visitor.to_owned());
+        if let Some(visitor) = visitor {
+            if !take_place(&self.per_visitor, visitor, STREAMS_PER_VISITOR) {
+                return Err(Refused::Visitor);
+            }
+            slot.visitor = Some(visitor.to_owned());
+        }
         Ok(slot)
     }
 }
@@ -90,44 +141,50 @@ impl StreamBudget {
 impl Drop for StreamSlot<'_> {
     fn drop(&mut self) {
         self.budget.open.fetch_sub(1, Ordering::AcqRel);
+        if let Some(address) = &self.address {
+            give_place(&self.budget.per_address, address);
+        }
         if let Some(visitor) = &self.visitor {
-            let mut per_visitor = self
-                .budget
-                .per_visitor
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if let Some(held) = per_visitor.get_mut(visitor) {
-                *held -= 1;
-                if *held == 0 {
-                    per_visitor.remove(visitor);
-                }
-            }
+            give_place(&self.budget.per_visitor, visitor);
         }
     }
 }
 
+/// What a refused stream gets: 204 No Content, which tells an `EventSource` to stop for good
+/// (HTML's rule: no reconnection), so the page's `onerror` closes it and the page polls the
+/// JSON status instead. Not an error status: nothing went wrong, and a CDN in front neither
+/// retries it nor counts it as a failure. No Content-Length: a 204 must not carry one.
+fn refusal(refused: Refused, retry_secs: u64) -> pingora::Result<ResponseHeader> {
+    let mut header = ResponseHeader::build(204, Some(3))?;
+    header.insert_header("cache-control", "no-store")?;
+    header.insert_header("retry-after", retry_secs.to_string())?;
+    header.insert_header(
+        "x-waitroom-stream",
+        format!("refused; reason={}", refused.label()),
+    )?;
+    Ok(header)
+}
+
 /// Serves one stream until the visitor is let in, the stream's lifetime ends or the page goes
 /// away. A page that went away is not an error.
+/// `address` is the client's per-address limit key.
 pub async fn serve(
     session: &mut Session,
-    gate: &Gate,
-    responder: &Responder,
-    pulse: &Pulse,
+    front: &Front,
     budget: &StreamBudget,
+    address: &str,
     mut watch: Watch,
 ) -> pingora::Result<()> {
-    let _slot = match budget.take(watch.visitor()) {
+    let (gate, responder, pulse) = (&*front.gate, &*front.responder, &*front.pulse);
+    let _slot = match budget.take(watch.visitor(), address) {
         Ok(slot) => slot,
         Err(refused) => {
-            let reply = match refused {
-                Refused::Visitor => Reply::text(429, "too many streams for one visitor: poll\n"),
-                Refused::Proxy => Reply::text(503, "no room for another stream: poll\n"),
-            };
+            if let Some(counter) = front.metrics.event_streams_refused.get(refused as usize) {
+                counter.inc();
+            }
             let retry = gate.settings().refresh_interval.as_secs().max(1);
-            return reply
-                .with_header("retry-after", retry.to_string())
-                .send(session, false)
-                .await;
+            let header = refusal(refused, retry)?;
+            return session.write_response_header(Box::new(header), true).await;
         }
     };
     let mut header = ResponseHeader::build(200, Some(4))?;
@@ -225,14 +282,17 @@ mod tests {
 
     #[test]
     fn a_visitors_stream_holds_its_share_of_the_proxys_budget_until_it_ends() {
-        let budget = StreamBudget::new(1);
-        let first = budget.take(Some("a")).unwrap();
+        let budget = StreamBudget::new(1, None);
+        let first = budget.take(Some("a"), "1.1.1.1").unwrap();
         assert_eq!(budget.open(), 1);
-        assert_eq!(budget.take(Some("b")).err(), Some(Refused::Proxy));
-        assert_eq!(budget.take(None).err(), Some(Refused::Proxy));
+        assert_eq!(
+            budget.take(Some("b"), "2.2.2.2").err(),
+            Some(Refused::Proxy)
+        );
+        assert_eq!(budget.take(None, "2.2.2.2").err(), Some(Refused::Proxy));
         drop(first);
         assert_eq!(budget.open(), 0);
-        let second = budget.take(Some("b")).unwrap();
+        let second = budget.take(Some("b"), "2.2.2.2").unwrap();
         assert_eq!(budget.open(), 1);
         drop(second);
         assert_eq!(budget.open(), 0);
@@ -240,14 +300,69 @@ mod tests {
 
     #[test]
     fn a_visitor_holds_at_most_its_share_of_streams() {
-        let budget = StreamBudget::new(100);
+        let budget = StreamBudget::new(100, None);
         let held: Vec<_> = (0..STREAMS_PER_VISITOR)
-            .map(|_| budget.take(Some("a")).unwrap())
+            .map(|_| budget.take(Some("a"), "1.1.1.1").unwrap())
             .collect();
-        assert_eq!(budget.take(Some("a")).err(), Some(Refused::Visitor));
+        assert_eq!(
+            budget.take(Some("a"), "1.1.1.1").err(),
+            Some(Refused::Visitor)
+        );
         assert_eq!(budget.open(), STREAMS_PER_VISITOR);
         drop(held);
         assert_eq!(budget.open(), 0);
-        assert!(budget.take(Some("a")).is_ok());
+        assert!(budget.take(Some("a"), "1.1.1.1").is_ok());
+    }
+
+    #[test]
+    fn an_address_holds_at_most_its_share_whatever_tickets_it_shows() {
+        let budget = StreamBudget::new(100, Some(3));
+        let held: Vec<_> = ["a", "b", "c"]
+            .iter()
+            .map(|t| budget.take(Some(t), "1.1.1.1").unwrap())
+            .collect();
+        for ticket in [Some("d"), Some("a"), None] {
+            assert_eq!(budget.take(ticket, "1.1.1.1").err(), Some(Refused::Address));
+        }
+        // Refusals give back the proxy's share they took on the way.
+        assert_eq!(budget.open(), 3);
+        let other = budget.take(Some("d"), "2.2.2.2").unwrap();
+        drop(held);
+        drop(other);
+        assert_eq!(budget.open(), 0);
+        assert!(lock(&budget.per_address).is_empty());
+        assert!(lock(&budget.per_visitor).is_empty());
+        // A visitor refused for its ticket gives its address's place back.
+        let budget = StreamBudget::new(100, Some(STREAMS_PER_VISITOR + 1));
+        let _held: Vec<_> = (0..STREAMS_PER_VISITOR)
+            .map(|_| budget.take(Some("a"), "1.1.1.1").unwrap())
+            .collect();
+        assert_eq!(
+            budget.take(Some("a"), "1.1.1.1").err(),
+            Some(Refused::Visitor)
+        );
+        assert!(budget.take(Some("b"), "1.1.1.1").is_ok());
+    }
+
+    #[test]
+    fn refusals_are_counted_under_their_own_reason() {
+        assert_eq!(
+            Refused::ALL.map(Refused::label),
+            crate::service::metrics::STREAM_REFUSALS
+        );
+        for (i, refused) in Refused::ALL.into_iter().enumerate() {
+            assert_eq!(refused as usize, i);
+        }
+    }
+
+    #[test]
+    fn a_refused_stream_is_told_to_poll_not_failed() {
+        let header = refusal(Refused::Address, 2).unwrap();
+        assert_eq!(header.status, 204);
+        assert!(header.headers.get("content-length").is_none());
+        assert_eq!(
+            header.headers.get("x-waitroom-stream").unwrap(),
+            "refused; reason=address"
+        );
     }
 }

@@ -6,6 +6,7 @@ use pingora_proxy::{FailToProxy, Session};
 
 use super::{RequestCtx, WaitroomProxy};
 use crate::core::autopilot::Outcome as Exchange;
+use crate::respond::reply::Reply;
 
 const NOT_ANSWERING: &str = "The shop is not answering right now";
 const KEPT: &str = "Please try again in a moment: your place or your pass is kept.";
@@ -17,6 +18,24 @@ pub(super) async fn answer(
     ctx: &mut RequestCtx,
 ) -> FailToProxy {
     ctx.in_flight = None;
+    if body_timed_out(e) {
+        return body_timeout(proxy, session, ctx).await;
+    }
+    if e.etype() == &ErrorType::Custom(super::forward::TUNNEL_REFUSED) {
+        // Counted where it was refused; not an origin failure for the autopilot to judge.
+        let code = 502;
+        if let Some(responder) = proxy.counting_room(ctx).map(|f| &f.responder) {
+            session.set_keepalive(None);
+            let reply = responder.error_page(code, NOT_ANSWERING, KEPT);
+            if let Err(e) = reply.send(session, false).await {
+                log::debug!("could not send the error page: {e}");
+            }
+        }
+        return FailToProxy {
+            error_code: code,
+            can_reuse_downstream: false,
+        };
+    }
     let (code, kind, heading, message) = match e.etype() {
         ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => (
             504,
@@ -79,6 +98,35 @@ pub(super) async fn answer(
     }
     FailToProxy {
         error_code: code,
+        can_reuse_downstream: false,
+    }
+}
+
+/// A request body that went silent past `listen.body_timeout`: Pingora's read timeout on the
+/// visitor's side (the origin's own timeouts are `Upstream`).
+pub(super) fn body_timed_out(e: &Error) -> bool {
+    e.etype() == &ErrorType::ReadTimedout && e.esource() != &ErrorSource::Upstream
+}
+
+/// Ends a connection whose request body stopped arriving: 408 if nothing was answered yet
+/// (best effort: a trickler may not read it), counted, never reused.
+async fn body_timeout(
+    proxy: &WaitroomProxy,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+) -> FailToProxy {
+    if let Some(front) = proxy.counting_room(ctx) {
+        front.metrics.body_timeouts.inc();
+    }
+    session.set_keepalive(None);
+    if session.response_written().is_none() {
+        let reply = Reply::text(408, "request body not received in time\n");
+        if let Err(e) = reply.send(session, false).await {
+            log::debug!("could not send the 408: {e}");
+        }
+    }
+    FailToProxy {
+        error_code: 408,
         can_reuse_downstream: false,
     }
 }

@@ -30,6 +30,12 @@ pub(super) fn rewrite(
         })?;
         upstream.set_uri(uri);
     }
+    if !ctx.upgrade_allowed
+        && strip_upgrade(upstream)?
+        && let Some(front) = proxy.counting_room(ctx)
+    {
+        front.metrics.upgrades_refused[0].inc();
+    }
     // The configured Host wins, and only after the decision: the gate saw the visitor's.
     match (&proxy.origin.host_header, ctx.host.take()) {
         (Some(host), _) => upstream.insert_header("host", host.as_str())?,
@@ -57,6 +63,75 @@ pub(super) fn rewrite(
         }
     }
     Ok(())
+}
+
+/// Takes `Upgrade` and the `upgrade` token of `Connection` off a request that may not open a
+/// tunnel: a tunnel is a connection whose later requests the gate never sees (a `GET /checkout`
+/// inside a WebSocket opened on a bypassed path went straight to the origin). True if there
+/// was anything to take.
+fn strip_upgrade(upstream: &mut RequestHeader) -> pingora::Result<bool> {
+    let upgrade = upstream.headers.contains_key(http::header::UPGRADE);
+    let token = upstream
+        .headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .any(|v| connection_tokens(v.as_bytes()).any(is_upgrade_token));
+    // The common request has neither: nothing allocated.
+    if !upgrade && !token {
+        return Ok(false);
+    }
+    upstream.remove_header(&http::header::UPGRADE);
+    if token {
+        let kept: Vec<Vec<u8>> = upstream
+            .headers
+            .get_all(http::header::CONNECTION)
+            .iter()
+            .flat_map(|v| connection_tokens(v.as_bytes()))
+            .filter(|t| !is_upgrade_token(t))
+            .map(<[u8]>::to_vec)
+            .collect();
+        upstream.remove_header(&http::header::CONNECTION);
+        if !kept.is_empty() {
+            upstream.insert_header(http::header::CONNECTION, kept.join(&b", "[..]))?;
+        }
+    }
+    Ok(true)
+}
+
+fn connection_tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|b| *b == b',')
+        .map(<[u8]>::trim_ascii)
+        .filter(|t| !t.is_empty())
+}
+
+fn is_upgrade_token(token: &[u8]) -> bool {
+    token.eq_ignore_ascii_case(b"upgrade")
+}
+
+/// What Pingora sees as a 101 it must not act on: the tunnel it would open is refused.
+pub(super) const TUNNEL_REFUSED: &str = "TunnelRefused";
+
+/// Refuses a 101 to a request that may not upgrade (its `Upgrade` was taken off, yet the origin
+/// switched protocols: a broken or hostile origin, or one that upgrades on its own). The request
+/// fails before Pingora turns the connection into a tunnel, so `fail_to_proxy` answers 502 and
+/// closes it: nothing written after it on that connection reaches the origin.
+pub(super) fn refuse_tunnel(
+    proxy: &WaitroomProxy,
+    response: &ResponseHeader,
+    ctx: &RequestCtx,
+) -> pingora::Result<()> {
+    if response.status != http::StatusCode::SWITCHING_PROTOCOLS || ctx.upgrade_allowed {
+        return Ok(());
+    }
+    if let Some(front) = proxy.counting_room(ctx) {
+        front.metrics.upgrades_refused[1].inc();
+    }
+    Err(pingora_core::Error::explain(
+        pingora_core::ErrorType::Custom(TUNNEL_REFUSED),
+        "the origin switched protocols on a request that may not upgrade",
+    )
+    .into_up())
 }
 
 // Names and values built once: this runs on every forwarded request, and parsing a header name
@@ -227,6 +302,46 @@ mod tests {
             assert!(r.headers.get(name).is_none(), "{name}");
         }
         assert!(r.headers.get("x-other").is_some());
+    }
+
+    fn request(lines: &[(&str, &str)]) -> RequestHeader {
+        let mut r = RequestHeader::build("GET", b"/", None).unwrap();
+        for (name, value) in lines {
+            r.append_header(name.to_string(), *value).unwrap();
+        }
+        r
+    }
+
+    fn values(r: &RequestHeader, name: &str) -> Vec<String> {
+        r.headers
+            .get_all(name)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_request_that_may_not_upgrade_loses_its_upgrade_and_keeps_the_rest() {
+        let mut r = request(&[
+            ("upgrade", "websocket"),
+            ("connection", "keep-alive, Upgrade"),
+            ("connection", "UPGRADE"),
+            ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ]);
+        assert!(strip_upgrade(&mut r).unwrap());
+        assert!(values(&r, "upgrade").is_empty());
+        assert_eq!(values(&r, "connection"), ["keep-alive"]);
+        let mut r = request(&[("upgrade", "h2c"), ("connection", "upgrade")]);
+        assert!(strip_upgrade(&mut r).unwrap());
+        assert!(values(&r, "connection").is_empty());
+        // A plain request is left exactly as it was.
+        let mut r = request(&[("connection", "keep-alive"), ("x-upgrade", "1")]);
+        assert!(!strip_upgrade(&mut r).unwrap());
+        assert_eq!(values(&r, "connection"), ["keep-alive"]);
+        assert_eq!(values(&r, "x-upgrade"), ["1"]);
+        // `upgrades` is not the token.
+        let mut r = request(&[("connection", "upgrades")]);
+        assert!(!strip_upgrade(&mut r).unwrap());
     }
 
     #[test]

@@ -35,7 +35,7 @@ use crate::config::model::OriginConfig;
 use crate::core::autopilot::Outcome as Exchange;
 use crate::gate::{Decision, Gate, Outcome};
 use crate::request::canonical::Authority;
-use crate::request::client::{Cidr, client_ip};
+use crate::request::client::{Cidr, ClientAddress, client_ip};
 use crate::request::route::Routes;
 use crate::request::view::{Canonical, Head, Request, Sites};
 use crate::respond::Responder;
@@ -72,6 +72,10 @@ pub struct WaitroomProxy {
     streams: StreamBudget,
     /// `listen.keepalive_timeout` in whole seconds (Pingora's unit), at least 1.
     keepalive_secs: u64,
+    /// `listen.body_timeout`: the longest silence between two reads of a request body.
+    body_timeout: std::time::Duration,
+    /// `rate_limit.ipv6_prefix`: how per-address budgets count IPv6 clients.
+    ipv6_prefix: u8,
 }
 
 /// The decision of a request the gate never saw: the proxy's own paths, or refused requests.
@@ -86,6 +90,10 @@ pub struct RequestCtx {
     decision: &'static str,
     /// What is forwarded, when it differs from what came.
     target: Option<String>,
+    /// The request may open a tunnel (`Upgrade`): a pass holder on a protected path, or a path
+    /// of a room's `websocket_paths`. Anything else reaches the origin without its `Upgrade`,
+    /// and a 101 the origin answers anyway is refused (`forward::refuse_tunnel`).
+    upgrade_allowed: bool,
     host: Option<String>,
     /// The pass cookie for the origin's answer.
     set_cookie: Option<String>,
@@ -137,8 +145,12 @@ pub struct ProxySettings {
     pub trusted_proxies: Vec<Cidr>,
     pub tls: bool,
     pub max_event_streams: usize,
+    /// `listen.max_event_streams_per_ip`, if limited.
+    pub max_event_streams_per_ip: Option<usize>,
     /// How long an idle keep-alive connection is kept (`listen.keepalive_timeout`).
     pub keepalive_timeout: std::time::Duration,
+    pub body_timeout: std::time::Duration,
+    pub ipv6_prefix: u8,
 }
 
 impl WaitroomProxy {
@@ -151,13 +163,18 @@ impl WaitroomProxy {
             access_log: settings.access_log,
             trusted_proxies: settings.trusted_proxies,
             tls: settings.tls,
-            streams: StreamBudget::new(settings.max_event_streams),
+            streams: StreamBudget::new(
+                settings.max_event_streams,
+                settings.max_event_streams_per_ip,
+            ),
             keepalive_secs: whole_seconds(settings.keepalive_timeout),
+            body_timeout: settings.body_timeout,
+            ipv6_prefix: settings.ipv6_prefix,
         }
     }
 
     /// The visitor's address: the peer's, or X-Forwarded-For's when the peer is a trusted proxy.
-    fn client_ip(&self, session: &Session) -> Option<IpAddr> {
+    fn client_ip(&self, session: &Session) -> Option<ClientAddress> {
         let peer = session.client_addr()?.as_inet()?.ip();
         let forwarded = session
             .req_header()
@@ -205,6 +222,31 @@ impl WaitroomProxy {
         }
         if let Some(front) = ctx.room.and_then(|i| self.fronts.get(i)) {
             front.pilot.record(exchange);
+        }
+    }
+
+    /// The room a request's network-level figures are counted in (refused upgrades, body
+    /// timeouts, unreadable client addresses): its own, or the first room.
+    fn counting_room(&self, ctx: &RequestCtx) -> Option<&Front> {
+        ctx.room
+            .and_then(|i| self.fronts.get(i))
+            .or(self.fronts.first())
+    }
+
+    /// A path outside every room may upgrade when a room on its host lists it in
+    /// `websocket_paths`: a shop whose room covers `/drop` keeps its WebSocket at `/ws`.
+    fn websocket_path_outside_rooms(&self, host: Option<&str>, path: &str) -> bool {
+        self.routes.rooms_on(host).any(|i| {
+            self.fronts.get(i).is_some_and(|front| {
+                let settings = front.gate.settings();
+                settings.websocket_paths.iter().any(|p| p.matches(path))
+            })
+        })
+    }
+
+    fn count_unparsed(&self, ctx: &RequestCtx, unparsed: bool) {
+        if unparsed && let Some(front) = self.counting_room(ctx) {
+            front.metrics.client_address_unparsed.inc();
         }
     }
 
@@ -302,6 +344,7 @@ impl ProxyHttp for WaitroomProxy {
             started: Instant::now(),
             decision: "-",
             target: None,
+            upgrade_allowed: false,
             host: None,
             set_cookie: None,
             holder: None,
@@ -324,6 +367,10 @@ impl ProxyHttp for WaitroomProxy {
         Self::CTX: Send + Sync,
     {
         connections::head_read(session);
+        // Pingora's read timeout bounds each read of a request body (the gap between two
+        // pieces), not the head (the front door's `header_timeout`) nor the wait for the next
+        // request (keep-alive). Set per request: a reused connection starts from Pingora's 60 s.
+        session.set_read_timeout(Some(self.body_timeout));
         // Requests a client sends before reading the answers are answered one after the other,
         // each through the gate like the first (RFC 9112 9.3.2). Without this, Pingora answers
         // the first and closes the connection on the rest.
@@ -352,7 +399,9 @@ impl ProxyHttp for WaitroomProxy {
                 .await?;
             return Ok(true);
         }
-        let client_ip = self.client_ip(session);
+        let client = self.client_ip(session);
+        let client_ip = client.and_then(ClientAddress::ip);
+        let unparsed = client == Some(ClientAddress::Unparsed);
         let req = session.req_header();
         let head_only = req.method == http::Method::HEAD;
         let mut host_lines = [&[][..]; 2];
@@ -381,8 +430,9 @@ impl ProxyHttp for WaitroomProxy {
                 return Ok(true);
             };
             ctx.room = Some(room);
+            self.count_unparsed(ctx, unparsed);
             let canonical = canonical.into_owned();
-            self.own_path(session, room, reserved, canonical, client_ip)
+            self.own_path(session, room, reserved, canonical, client)
                 .await?;
             return Ok(true);
         }
@@ -391,12 +441,19 @@ impl ProxyHttp for WaitroomProxy {
             canonical.target.match_path(),
         );
         ctx.room = room;
+        self.count_unparsed(ctx, unparsed);
         let Some(front) = room.and_then(|i| self.fronts.get(i)) else {
             ctx.decision = Outcome::Unprotected.label();
+            ctx.upgrade_allowed = req.headers.contains_key(http::header::UPGRADE)
+                && self.websocket_path_outside_rooms(
+                    canonical.host.as_ref().map(Authority::host),
+                    canonical.target.match_path(),
+                );
             self.forwarding(ctx, req, &canonical);
             return Ok(false);
         };
-        let request = Request::new(&canonical, &req.headers, client_ip);
+        let request =
+            Request::new(&canonical, &req.headers, client_ip).with_unparsed_client(unparsed);
         let decided = front.gate.decide(&request).await;
         ctx.decision = decided.decision.outcome().label();
         let reply = match &decided.decision {
@@ -405,6 +462,12 @@ impl ProxyHttp for WaitroomProxy {
                 // paths, not excluded ones (matched like bypass, on the canonical path).
                 ctx.protected = matches!(forward.outcome, Outcome::Passed | Outcome::Admitted);
                 ctx.watched = ctx.protected && front.pilot.watches(request.path);
+                ctx.upgrade_allowed = ctx.protected
+                    || decided
+                        .settings
+                        .websocket_paths
+                        .iter()
+                        .any(|p| p.matches(request.path));
                 ctx.set_cookie = front.responder.pass_cookie(forward);
                 ctx.holder = forward.holder.clone();
                 self.forwarding(ctx, req, &canonical);
@@ -457,6 +520,17 @@ impl ProxyHttp for WaitroomProxy {
         forward::rewrite(self, session, upstream, ctx)
     }
 
+    /// Runs on the origin's response header as it arrives, before Pingora acts on it (a 101
+    /// would open the tunnel right after this).
+    async fn upstream_response_filter(
+        &self,
+        _session: &mut Session,
+        response: &mut ResponseHeader,
+        ctx: &mut Self::CTX,
+    ) -> pingora::Result<()> {
+        forward::refuse_tunnel(self, response, ctx)
+    }
+
     /// Runs on the origin's response header before it goes to the visitor.
     async fn response_filter(
         &self,
@@ -464,6 +538,11 @@ impl ProxyHttp for WaitroomProxy {
         response: &mut ResponseHeader,
         ctx: &mut Self::CTX,
     ) -> pingora::Result<()> {
+        if response.status == http::StatusCode::SWITCHING_PROTOCOLS && ctx.upgrade_allowed {
+            // An allowed tunnel's silence is normal (a WebSocket waits for the shop to push):
+            // `listen.body_timeout` is for request bodies, not for it.
+            session.set_read_timeout(None);
+        }
         forward::answer(self, session, response, ctx).await
     }
 
@@ -486,6 +565,11 @@ impl ProxyHttp for WaitroomProxy {
         let gone = visitor_went_away(error);
         if gone {
             log::debug!("the visitor went away: {error}");
+        }
+        // Counted, and a crowd of tricklers must not flood the log either.
+        if failure::body_timed_out(error) {
+            log::debug!("a request body went silent past listen.body_timeout: {error}");
+            return true;
         }
         gone
     }

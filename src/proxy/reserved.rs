@@ -1,11 +1,10 @@
 //! The proxy's own paths under `/__waitroom/`: the JSON status, the event stream, leaving the
 //! line and the answer to the bot challenge. Never forwarded.
 
-use std::net::IpAddr;
-
 use pingora_proxy::Session;
 
 use crate::gate::{Answered, ChallengeAnswer};
+use crate::request::client::ClientAddress;
 use crate::request::view::{Canonical, Request, Reserved};
 use crate::respond::Responder;
 use crate::respond::reply::Reply;
@@ -34,7 +33,7 @@ impl WaitroomProxy {
         room: usize,
         reserved: Reserved,
         canonical: Canonical<'static>,
-        client_ip: Option<IpAddr>,
+        client: Option<ClientAddress>,
     ) -> pingora::Result<()> {
         let method = session.req_header().method.clone();
         let head_only = method == http::Method::HEAD;
@@ -62,7 +61,12 @@ impl WaitroomProxy {
                 .send(session, head_only)
                 .await;
         };
-        let request = Request::new(&canonical, &session.req_header().headers, client_ip);
+        let request = Request::new(
+            &canonical,
+            &session.req_header().headers,
+            client.and_then(ClientAddress::ip),
+        )
+        .with_unparsed_client(client == Some(ClientAddress::Unparsed));
         let reply = match reserved {
             Reserved::Status => {
                 let decided = front.gate.visit(&request, ChallengeAnswer::None).await;
@@ -82,15 +86,9 @@ impl WaitroomProxy {
             },
             Reserved::Events => {
                 let watch = front.gate.watch(&request);
-                return events::serve(
-                    session,
-                    &front.gate,
-                    &front.responder,
-                    &front.pulse,
-                    &self.streams,
-                    watch,
-                )
-                .await;
+                // No address at all (not a TCP peer): one shared budget, like unreadable ones.
+                let address = client.map_or_else(String::new, |c| c.limit_key(self.ipv6_prefix));
+                return events::serve(session, front, &self.streams, &address, watch).await;
             }
             Reserved::Unknown => Responder::not_here(reserved),
         };

@@ -59,39 +59,126 @@ impl std::fmt::Display for Cidr {
     }
 }
 
+/// Who sent a request, as far as the proxy can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAddress {
+    /// The peer, or the address a trusted proxy wrote for it.
+    Ip(IpAddr),
+    /// A trusted proxy wrote something that is not an address (`unknown`, an obfuscated RFC 7239
+    /// node, a typo). Taking the proxy's own address instead, as before, put every such visitor
+    /// in the balancer's per-address budget, and one misconfigured balancer put the whole shop
+    /// there: these visitors share one budget of their own (`UNPARSED_LIMIT_KEY`) instead.
+    Unparsed,
+}
+
+/// The per-address limit key every `ClientAddress::Unparsed` shares: never an address, so it
+/// cannot collide with a real client's budget.
+pub const UNPARSED_LIMIT_KEY: &str = "unparsed";
+
+impl ClientAddress {
+    /// The address, for what only a real address may earn (`bypass_ips`, verified crawlers).
+    pub fn ip(self) -> Option<IpAddr> {
+        match self {
+            ClientAddress::Ip(ip) => Some(ip),
+            ClientAddress::Unparsed => None,
+        }
+    }
+
+    /// The budget a per-address limit counts this client in (see [`limit_key`]).
+    pub fn limit_key(self, ipv6_prefix: u8) -> String {
+        match self {
+            ClientAddress::Ip(ip) => limit_key(ip, ipv6_prefix),
+            ClientAddress::Unparsed => UNPARSED_LIMIT_KEY.to_owned(),
+        }
+    }
+}
+
 /// The client's address: the peer itself, unless the peer is a trusted proxy; then the
 /// `X-Forwarded-For` field lines, combined in order (RFC 9110 5.3), are walked from the right
 /// (the entries trusted proxies appended) to the first address that is not a trusted proxy.
 /// Anything left of that is the client's own claim and is ignored, so a client cannot pick its
 /// address by sending the header itself, not even as a line of its own before the proxy's.
+/// An entry that is not an address (see [`parse_hop`]) where the client's should be makes the
+/// client `Unparsed`; empty entries are skipped.
 pub fn client_ip<'a>(
     peer: IpAddr,
     forwarded_for: impl DoubleEndedIterator<Item = &'a [u8]>,
     trusted: &[Cidr],
-) -> IpAddr {
+) -> ClientAddress {
     let is_trusted = |ip: IpAddr| trusted.iter().any(|c| c.contains(ip));
     let mut client = canonical(peer);
     if !is_trusted(client) {
-        return client;
+        return ClientAddress::Ip(client);
     }
     for line in forwarded_for.rev() {
         // A line that is not text: nothing left of it can be trusted either.
         let Ok(line) = std::str::from_utf8(line) else {
-            return client;
+            return ClientAddress::Unparsed;
         };
         for hop in line.rsplit(',') {
-            match hop.trim().parse::<IpAddr>() {
-                Ok(ip) => {
+            let hop = hop.trim_matches([' ', '\t']);
+            if hop.is_empty() {
+                continue;
+            }
+            match parse_hop(hop) {
+                Some(ip) => {
                     client = canonical(ip);
                     if !is_trusted(client) {
-                        return client;
+                        return ClientAddress::Ip(client);
                     }
                 }
-                Err(_) => return client,
+                None => return ClientAddress::Unparsed,
             }
         }
     }
-    client
+    ClientAddress::Ip(client)
+}
+
+/// One `X-Forwarded-For` entry as load balancers write it: `ip`, `ip:port`, `[v6]`,
+/// `[v6]:port`, each also in double quotes (RFC 7239's node syntax, an obfuscated `_port`
+/// included). None for anything else (`unknown`, `_hidden`, a v6 address with a port but no
+/// brackets, which cannot be told from the address).
+pub fn parse_hop(hop: &str) -> Option<IpAddr> {
+    // Nearly every entry is a bare address: one parse, the rest only when that fails.
+    if let Ok(ip) = hop.parse() {
+        return Some(ip);
+    }
+    let hop = hop
+        .strip_prefix('"')
+        .and_then(|h| h.strip_suffix('"'))
+        .unwrap_or(hop);
+    if let Some(rest) = hop.strip_prefix('[') {
+        let (v6, after) = rest.split_once(']')?;
+        if !after.is_empty() && !is_port(after.strip_prefix(':')?) {
+            return None;
+        }
+        return v6.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6);
+    }
+    if let Ok(ip) = hop.parse() {
+        return Some(ip);
+    }
+    let (v4, port) = hop.split_once(':')?;
+    if !is_port(port) {
+        return None;
+    }
+    v4.parse::<std::net::Ipv4Addr>().ok().map(IpAddr::V4)
+}
+
+/// A port number, or RFC 7239's obfuscated port (`_` and letters, digits, `.`, `_`, `-`).
+fn is_port(text: &str) -> bool {
+    match text.strip_prefix('_') {
+        Some(obfuscated) => {
+            !obfuscated.is_empty()
+                && obfuscated
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        }
+        None => {
+            text.len() <= 5
+                && text.parse::<u16>().is_ok()
+                && text.bytes().all(|b| b.is_ascii_digit())
+        }
+    }
 }
 
 /// The value of `X-Forwarded-For` the origin receives: the lines the request carried, combined,
@@ -228,13 +315,17 @@ mod tests {
         assert_eq!(limit_key(ip("2001:db8::1"), 128), "2001:db8::1/128");
     }
 
+    fn at(s: &str) -> ClientAddress {
+        ClientAddress::Ip(ip(s))
+    }
+
     #[test]
     fn forwarded_for_is_trusted_only_from_trusted_proxies_and_walked_from_the_right() {
         let trusted = [cidr("10.0.0.0/8")];
         // A client sending the header itself is not believed.
         assert_eq!(
             client_ip(ip("198.51.100.9"), lines(&["1.2.3.4"]), &trusted),
-            ip("198.51.100.9")
+            at("198.51.100.9")
         );
         // Behind two trusted hops, the first untrusted address from the right is the client;
         // what the client claimed further left is ignored.
@@ -244,19 +335,15 @@ mod tests {
                 lines(&["6.6.6.6, 198.51.100.9, 10.0.0.1"]),
                 &trusted
             ),
-            ip("198.51.100.9")
+            at("198.51.100.9")
         );
         assert_eq!(
             client_ip(ip("10.0.0.2"), lines(&[]), &trusted),
-            ip("10.0.0.2")
-        );
-        assert_eq!(
-            client_ip(ip("10.0.0.2"), lines(&["garbage, 10.0.0.1"]), &trusted),
-            ip("10.0.0.1")
+            at("10.0.0.2")
         );
         assert_eq!(
             client_ip(ip("10.0.0.2"), lines(&["1.1.1.1"]), &[]),
-            ip("10.0.0.2")
+            at("10.0.0.2")
         );
     }
 
@@ -271,7 +358,7 @@ mod tests {
                 lines(&["10.9.9.9", "198.51.100.9"]),
                 &trusted
             ),
-            ip("198.51.100.9")
+            at("198.51.100.9")
         );
         assert_eq!(
             client_ip(
@@ -279,8 +366,98 @@ mod tests {
                 lines(&["198.51.100.9", "10.0.0.7"]),
                 &trusted
             ),
-            ip("198.51.100.9")
+            at("198.51.100.9")
         );
+    }
+
+    #[test]
+    fn entries_are_read_as_balancers_write_them() {
+        for (written, read) in [
+            ("1.2.3.4", "1.2.3.4"),
+            ("1.2.3.4:5555", "1.2.3.4"),
+            ("[2001:db8::1]", "2001:db8::1"),
+            ("[2001:db8::1]:443", "2001:db8::1"),
+            ("2001:db8::1", "2001:db8::1"),
+            ("\"[2001:db8::1]:443\"", "2001:db8::1"),
+            ("\"1.2.3.4:_gazonk\"", "1.2.3.4"),
+            ("::ffff:1.2.3.4", "::ffff:1.2.3.4"),
+        ] {
+            assert_eq!(parse_hop(written), Some(ip(read)), "{written}");
+        }
+        for junk in [
+            "unknown",
+            "_hidden",
+            "1.2.3.4:",
+            "1.2.3.4:99999",
+            "1.2.3.4:+80",
+            "[2001:db8::1]x",
+            "[2001:db8::1]:",
+            "[1.2.3.4]",
+            "\"1.2.3.4",
+            "1.2.3.4:_",
+            "",
+        ] {
+            assert_eq!(parse_hop(junk), None, "{junk}");
+        }
+    }
+
+    #[test]
+    fn a_client_behind_a_trusted_proxy_is_found_in_any_spelling_and_never_becomes_the_proxy() {
+        let trusted = [cidr("10.0.0.0/8")];
+        let behind = |xff: &str| client_ip(ip("10.0.0.2"), lines(&[xff]), &trusted);
+        assert_eq!(behind(" 1.2.3.4:5555 "), at("1.2.3.4"));
+        assert_eq!(behind("[2001:db8::1]:443, 10.0.0.1:80"), at("2001:db8::1"));
+        assert_eq!(behind("6.6.6.6, 5.6.7.8:1,"), at("5.6.7.8"));
+        // What cannot be read where the client's address should be: its own budget, not the
+        // proxy's address (10.0.0.x), whatever is further left.
+        assert_eq!(behind("unknown"), ClientAddress::Unparsed);
+        assert_eq!(
+            behind("1.1.1.1, unknown, 10.0.0.1"),
+            ClientAddress::Unparsed
+        );
+        assert_eq!(behind("garbage, 10.0.0.1"), ClientAddress::Unparsed);
+        // Past the client, nothing is read: a claim it made further left does not matter.
+        assert_eq!(behind("unknown, 1.2.3.4"), at("1.2.3.4"));
+        assert_eq!(
+            client_ip(ip("10.0.0.2"), [&b"\xff"[..]].into_iter(), &trusted),
+            ClientAddress::Unparsed
+        );
+        assert_eq!(ClientAddress::Unparsed.limit_key(64), UNPARSED_LIMIT_KEY);
+        assert_eq!(ClientAddress::Unparsed.ip(), None);
+        assert_eq!(at("1.2.3.4").limit_key(64), "1.2.3.4");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_address_with_or_without_a_port_reads_back_as_itself(
+            octets in proptest::prelude::any::<[u8; 4]>(),
+            segments in proptest::prelude::any::<[u16; 8]>(),
+            port in proptest::prelude::any::<u16>(),
+            quoted in proptest::prelude::any::<bool>(),
+        ) {
+            let quote = |s: String| if quoted { format!("\"{s}\"") } else { s };
+            let v4 = IpAddr::from(octets);
+            let v6 = IpAddr::from(segments);
+            proptest::prop_assert_eq!(parse_hop(&quote(format!("{v4}:{port}"))), Some(v4));
+            proptest::prop_assert_eq!(parse_hop(&quote(format!("[{v6}]:{port}"))), Some(v6));
+            proptest::prop_assert_eq!(parse_hop(&quote(format!("[{v6}]"))), Some(v6));
+            proptest::prop_assert_eq!(parse_hop(&v4.to_string()), Some(v4));
+        }
+
+        #[test]
+        fn no_entry_makes_the_client_a_trusted_proxy(entry in "[ -~]{0,40}") {
+            let trusted = [cidr("10.0.0.0/8")];
+            let client = client_ip(ip("10.0.0.2"), lines(&[entry.as_str()]), &trusted);
+            if let ClientAddress::Ip(found) = client {
+                // Only an entry that is all trusted hops (or none) leaves a trusted address.
+                let every_hop_trusted = entry
+                    .split(',')
+                    .map(|h| h.trim_matches([' ', '\t']))
+                    .filter(|h| !h.is_empty())
+                    .all(|h| parse_hop(h).is_some_and(|ip| trusted[0].contains(ip)));
+                proptest::prop_assert!(!trusted[0].contains(found) || every_hop_trusted);
+            }
+        }
     }
 
     #[test]

@@ -64,12 +64,16 @@ pub struct Route {
 impl Route {
     /// `host` is the request's canonical host (no port, no trailing dot), `path` its match path.
     pub fn covers(&self, host: Option<&str>, path: &str) -> bool {
-        let host_ok = match (&self.host, host) {
+        self.serves(host) && path.starts_with(&self.path)
+    }
+
+    /// Whether the route's host is `host` (or any host), whatever the path.
+    pub fn serves(&self, host: Option<&str>) -> bool {
+        match (&self.host, host) {
             (None, _) => true,
             (Some(want), Some(got)) => got.eq_ignore_ascii_case(want),
             (Some(_), None) => false,
-        };
-        host_ok && path.starts_with(&self.path)
+        }
     }
 }
 
@@ -93,6 +97,14 @@ impl Routes {
         self.ordered
             .iter()
             .find(|(_, route)| route.covers(host, path))
+            .map(|(i, _)| *i)
+    }
+
+    /// The rooms on `host` (naming it, or any host), whatever their path.
+    pub fn rooms_on<'a>(&'a self, host: Option<&'a str>) -> impl Iterator<Item = usize> + 'a {
+        self.ordered
+            .iter()
+            .filter(move |(_, route)| route.serves(host))
             .map(|(i, _)| *i)
     }
 }

@@ -163,6 +163,10 @@ pub struct Request<'a> {
     pub query: Option<&'a str>,
     /// The visitor's address (behind trusted proxies: from X-Forwarded-For).
     pub client_ip: Option<IpAddr>,
+    /// A trusted proxy wrote something that is not an address for the visitor
+    /// (`ClientAddress::Unparsed`): `client_ip` is None, and per-address limits count the
+    /// visitor in the budget all such visitors share.
+    pub unparsed_client: bool,
     pub headers: &'a http::HeaderMap,
 }
 
@@ -177,8 +181,15 @@ impl<'a> Request<'a> {
             path: canonical.target.match_path(),
             query: canonical.target.query(),
             client_ip,
+            unparsed_client: false,
             headers,
         }
+    }
+
+    /// The request of a visitor whose address a trusted proxy wrote unreadably (or not).
+    pub fn with_unparsed_client(mut self, unparsed: bool) -> Self {
+        self.unparsed_client = unparsed;
+        self
     }
 
     /// The first cookie of that name, its value without surrounding quotes.

@@ -69,6 +69,10 @@ pub const NAMES: &[&str] = &[
     "waitroom_origin_inflight",
     "waitroom_passes_shared_total",
     "waitroom_pass_requests_limited_total",
+    "waitroom_event_streams_refused_total",
+    "waitroom_body_timeouts_total",
+    "waitroom_client_address_unparsed_total",
+    "waitroom_upgrades_refused_total",
 ];
 
 /// The histograms among `NAMES`.
@@ -78,6 +82,15 @@ pub const HISTOGRAMS: &[&str] = &["waitroom_wait_seconds", "waitroom_origin_seco
 /// (an origin that refused or dropped the connection, a failed TLS handshake, a timeout, an
 /// error status). Each series exists from the start at 0, so the first failure shows in `rate()`.
 pub const UPSTREAM_ERROR_KINDS: [&str; 4] = ["connect", "tls", "timeout", "status"];
+
+/// Every `reason` of `waitroom_event_streams_refused_total`, in the order of the proxy's
+/// `events::Refused`: the visitor's share (a ticket's few tabs), the client address's
+/// (`listen.max_event_streams_per_ip`), the proxy's (`listen.max_event_streams`).
+pub const STREAM_REFUSALS: [&str; 3] = ["visitor", "address", "proxy"];
+
+/// Every `stage` of `waitroom_upgrades_refused_total`: an `Upgrade` taken off a request that may
+/// not open a tunnel, and a 101 the origin sent anyway, answered 502.
+pub const UPGRADE_REFUSALS: [&str; 2] = ["request", "response"];
 
 /// Every `class` of `waitroom_origin_responses_total`, likewise created at 0.
 pub const ORIGIN_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
@@ -136,6 +149,14 @@ pub struct Metrics {
     pub passes_shared: IntCounter,
     /// Pass holders' requests refused by `pass.max_requests_per_minute`.
     pub pass_requests_limited: IntCounter,
+    /// Event streams answered "poll instead", by `STREAM_REFUSALS` reason.
+    pub event_streams_refused: [IntCounter; 3],
+    /// Connections closed because a request body went silent past `listen.body_timeout`.
+    pub body_timeouts: IntCounter,
+    /// Requests whose client address a trusted proxy wrote unreadably (`unknown`, ...).
+    pub client_address_unparsed: IntCounter,
+    /// Upgrades refused, by `UPGRADE_REFUSALS` stage.
+    pub upgrades_refused: [IntCounter; 2],
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -181,6 +202,10 @@ pub struct MetricsRegistry {
     origin_inflight: IntGaugeVec,
     passes_shared: IntCounterVec,
     pass_requests_limited: IntCounterVec,
+    event_streams_refused: IntCounterVec,
+    body_timeouts: IntCounterVec,
+    client_address_unparsed: IntCounterVec,
+    upgrades_refused: IntCounterVec,
 }
 
 impl Default for MetricsRegistry {
@@ -358,6 +383,30 @@ impl MetricsRegistry {
                 "Pass holders' requests refused (429) by pass.max_requests_per_minute",
                 room,
             ),
+            event_streams_refused: counter(
+                "waitroom_event_streams_refused_total",
+                "Event streams refused (the page polls instead), by reason (visitor, address, \
+                 proxy)",
+                &["room", "reason"],
+            ),
+            body_timeouts: counter(
+                "waitroom_body_timeouts_total",
+                "Connections closed because a request body went silent past \
+                 listen.body_timeout (the request's room, or the first room)",
+                room,
+            ),
+            client_address_unparsed: counter(
+                "waitroom_client_address_unparsed_total",
+                "Requests whose X-Forwarded-For entry for the client was not an address: \
+                 counted in one shared per-address budget (the request's room, or the first room)",
+                room,
+            ),
+            upgrades_refused: counter(
+                "waitroom_upgrades_refused_total",
+                "Upgrades (WebSocket) refused: taken off the request (request) or a 101 from the \
+                 origin answered 502 (response)",
+                &["room", "stage"],
+            ),
             registry,
         }
     }
@@ -407,6 +456,12 @@ impl MetricsRegistry {
                 .autopilot_new_users_per_minute
                 .with_label_values(&[id]),
             origin_inflight: self.origin_inflight.with_label_values(&[id]),
+            event_streams_refused: STREAM_REFUSALS
+                .map(|reason| self.event_streams_refused.with_label_values(&with(reason))),
+            body_timeouts: self.body_timeouts.with_label_values(&[id]),
+            client_address_unparsed: self.client_address_unparsed.with_label_values(&[id]),
+            upgrades_refused: UPGRADE_REFUSALS
+                .map(|stage| self.upgrades_refused.with_label_values(&with(stage))),
         }
     }
 

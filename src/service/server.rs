@@ -373,15 +373,18 @@ pub fn build(
     let reloader = Arc::new(Reloader::new(config.clone(), admission.clone()));
 
     let listener = config.connections;
-    let max_event_streams = match listener.max_event_streams {
-        Cap::At(n) => n.get(),
-        Cap::FromFileLimit => open_files.connections(),
-    };
-    let max_event_streams = usize::try_from(max_event_streams).unwrap_or(usize::MAX);
     let max_connections = match listener.max_connections {
         Cap::At(n) => n.get(),
         Cap::FromFileLimit => open_files.connections(),
     };
+    let max_event_streams = match listener.max_event_streams {
+        Cap::At(n) => n.get(),
+        // Streams hold their connection for minutes: as many as the connections would let one
+        // crowd (or one scalper with many tickets) take every connection, and pass holders,
+        // newcomers and polls got 503. Half stays for them.
+        Cap::FromFileLimit => (max_connections / 2).max(1),
+    };
+    let max_event_streams = usize::try_from(max_event_streams).unwrap_or(usize::MAX);
     warn_if_short(&open_files, listener.max_connections, max_connections);
     let connections = Arc::new(Connections::new(ConnectionLimits {
         max: usize::try_from(max_connections).unwrap_or(usize::MAX),
@@ -410,7 +413,12 @@ pub fn build(
                 trusted_proxies: config.trusted_proxies.clone(),
                 tls: config.tls.is_some(),
                 max_event_streams,
+                max_event_streams_per_ip: listener
+                    .max_event_streams_per_ip
+                    .map(|n| usize::try_from(n.get()).unwrap_or(usize::MAX)),
                 keepalive_timeout: listener.keepalive_timeout,
+                body_timeout: listener.body_timeout,
+                ipv6_prefix: config.rate_limit.ipv6_prefix,
             },
         ),
     );

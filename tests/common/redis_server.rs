@@ -464,7 +464,10 @@ impl Sentinels {
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         while sentinels.master_port(master_name).is_none() {
-            assert!(Instant::now() < deadline, "the Sentinels never named a master");
+            assert!(
+                Instant::now() < deadline,
+                "the Sentinels never named a master"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         sentinels
@@ -472,14 +475,22 @@ impl Sentinels {
 
     /// `host:port` of each Sentinel.
     pub fn addresses(&self) -> Vec<String> {
-        self.ports.iter().map(|p| format!("127.0.0.1:{p}")).collect()
+        self.ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect()
     }
 
     /// The master's port as the first Sentinel that answers names it.
     pub fn master_port(&self, master_name: &str) -> Option<u16> {
         self.ports.iter().find_map(|port| {
             let answer = command_on(*port, &["SENTINEL", "get-master-addr-by-name", master_name])?;
-            answer.lines().filter(|l| !l.starts_with(['*', '$'])).nth(1)?.parse().ok()
+            answer
+                .lines()
+                .filter(|l| !l.starts_with(['*', '$']))
+                .nth(1)?
+                .parse()
+                .ok()
         })
     }
 
@@ -488,7 +499,14 @@ impl Sentinels {
         self.ports
             .iter()
             .filter_map(|port| command_on(*port, &["SENTINEL", "replicas", master_name]))
-            .map(|answer| answer.lines().next().and_then(|l| l.strip_prefix('*')).and_then(|n| n.parse().ok()).unwrap_or(0))
+            .map(|answer| {
+                answer
+                    .lines()
+                    .next()
+                    .and_then(|l| l.strip_prefix('*'))
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0)
+            })
             .min()
             .unwrap_or(0)
     }

@@ -42,8 +42,22 @@ pub struct ListenConfig {
     /// Open connections per client address at most; `None`: no limit, the default, as a
     /// carrier's NAT puts thousands of visitors behind one address.
     pub max_connections_per_ip: Option<NonZeroU64>,
-    /// Open `/__waitroom/events` streams (one per open waiting page) at most.
+    /// Open `/__waitroom/events` streams (one per open waiting page) at most. Derived (0 in the
+    /// file), half of `max_connections`: the other half stays free for pass holders, newcomers
+    /// and the pages' polls, however many streams a crowd (or one scalper) opens.
     pub max_event_streams: Cap,
+    /// Open event streams per client address at most (after trusted proxies, IPv6 counted by
+    /// `rate_limit.ipv6_prefix`); `None`: no limit. A few tabs of one household: beyond it
+    /// the page polls instead, which costs a request every `refresh_interval`, not a
+    /// connection held for minutes.
+    pub max_event_streams_per_ip: Option<NonZeroU64>,
+    /// The longest silence between two reads of a request body (HTTP/1.1; forwarded or read by
+    /// the proxy itself), after which the connection is closed. A gap rather than a minimum
+    /// rate: an honest upload over a poor mobile link stalls and then bursts, which a rate
+    /// averaged over a few seconds would cut, while a scalper trickling a byte at a time is
+    /// cut by the first gap past it. What a slow-but-steady trickle can still hold is one
+    /// connection per body, which `max_connections_per_ip` bounds.
+    pub body_timeout: Duration,
 }
 
 /// A limit on open connections: set by the operator, or (0 in the file) derived at start from
@@ -142,5 +156,7 @@ fn connections(listen: &ListenSection) -> Result<ListenConfig, ConfigError> {
         max_connections,
         max_connections_per_ip,
         max_event_streams: Cap::from_file(listen.max_event_streams),
+        max_event_streams_per_ip: NonZeroU64::new(listen.max_event_streams_per_ip),
+        body_timeout: duration("listen.body_timeout", &listen.body_timeout)?,
     })
 }

@@ -180,6 +180,8 @@ pub struct RoomSettings {
     pub claim_window: Duration,
     pub admission_interval: Duration,
     pub bypass: Vec<PathPattern>,
+    /// Paths where any forwarded request may upgrade (WebSocket); elsewhere only pass holders.
+    pub websocket_paths: Vec<PathPattern>,
     pub bypass_ips: Vec<Cidr>,
     pub bypass_headers: Vec<HeaderRule>,
     pub bypass_cookies: Vec<CookieRule>,
@@ -269,6 +271,7 @@ impl RoomSettings {
             claim_window,
             admission_interval: duration("room.admission_interval", &s.admission_interval)?,
             bypass,
+            websocket_paths: canonical::patterns("room.websocket_paths", &s.websocket_paths)?,
             bypass_ips: s
                 .bypass_ips
                 .iter()

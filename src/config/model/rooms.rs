@@ -148,6 +148,16 @@ fn one_room(
             path: canonical::room_path(&section.path)?,
         };
         let settings = RoomSettings::from_section(section)?;
+        warnings.extend(unanchored(
+            &format!("{}.bypass", place.room),
+            &section.bypass,
+            "lets through",
+        ));
+        warnings.extend(unanchored(
+            &format!("{}.websocket_paths", place.room),
+            &section.websocket_paths,
+            "lets a tunnel open on",
+        ));
         Ok(RoomConfig {
             id: section.id.clone(),
             route,
@@ -159,6 +169,25 @@ fn one_room(
         })
     };
     checked().map_err(|e| place.rename(e))
+}
+
+/// A pattern starting with `*` matches anywhere in a path: `*.css` is meant for stylesheets,
+/// and matches `/checkout.css` too, which an origin that strips format suffixes (Rails,
+/// Spring's suffix matching, many API routers) serves as `/checkout`. Not refused (the path may
+/// be meant), but said at start and by `--test`, with what it lets through.
+fn unanchored(key: &str, patterns: &[String], what: &str) -> Vec<String> {
+    patterns
+        .iter()
+        .filter(|p| p.starts_with('*'))
+        .map(|p| {
+            let rest = p.trim_start_matches('*').replace('*', "x");
+            format!(
+                "{key} {p:?} matches anywhere in a path: it {what} /checkout{rest} too, which an \
+                 origin that strips format suffixes or trailing segments serves as /checkout: \
+                 anchor it, e.g. \"/static/{p}\""
+            )
+        })
+        .collect()
 }
 
 /// Two rooms with one id would share their keys in the store; two with one host and path would
