@@ -26,6 +26,9 @@ const KILL_AFTER: Duration = Duration::from_secs(5);
 /// it left.
 type Log = Vec<(u128, u16, bool, Option<u64>)>;
 
+/// (ms since the start, store_ok) of one proxy.
+type Samples = Vec<(u128, bool)>;
+
 /// When a visitor was inside: from the origin's first answer to its leaving (or its last
 /// request).
 fn inside(log: &Log) -> Option<(u128, u128)> {
@@ -135,8 +138,7 @@ async fn the_proxies_follow_a_failover_under_a_crowd() {
     }
 
     // Each proxy's store as /admin/state says, every 100 ms: (ms, store_ok).
-    let health: Arc<Mutex<Vec<Vec<(u128, bool)>>>> =
-        Arc::new(Mutex::new(vec![Vec::new(); proxies.len()]));
+    let health: Arc<Mutex<Vec<Samples>>> = Arc::new(Mutex::new(vec![Vec::new(); proxies.len()]));
     let sampler = {
         let admins: Vec<String> = proxies.iter().map(|p| p.admin.clone()).collect();
         let health = health.clone();
