@@ -208,7 +208,7 @@ fn cluster_nodes(url: &str) -> Option<Vec<String>> {
 /// and in the query of a socket's URL (`?pass=`, everything after it dropped). Misspelt URLs
 /// are redacted too: whatever precedes the last `@` goes, even past a `/` or `?` that a password
 /// should have percent-encoded; a URL without a scheme keeps nothing.
-fn redacted(url: &str) -> String {
+pub(super) fn redacted(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return "…".to_owned();
     };
