@@ -71,7 +71,7 @@ impl DeferredRedisStore {
                             return;
                         }
                         // An outage that outlasts a minute is said again, not every second.
-                        Err(e) if attempts % 60 == 0 => {
+                        Err(e) if attempts.is_multiple_of(60) => {
                             log::warn!("store: room {room}: Redis still unreachable: {e}")
                         }
                         Err(e) => log::debug!("store: room {room}: not connected yet: {e}"),
