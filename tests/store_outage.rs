@@ -231,8 +231,8 @@ async fn during_an_outage_the_admin_api_answers_stale_and_holds_suspended_until_
     assert!(!origin_saw(&origin, "/not-yet/1"));
 }
 
-#[test]
-fn an_invalid_redis_url_still_fails_at_start() {
+/// What the proxy says when it cannot start on this store URL.
+fn start_error(url: &str) -> String {
     let origin = StubOrigin::start();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("room.toml");
@@ -243,15 +243,33 @@ fn an_invalid_redis_url_still_fails_at_start() {
             free_port(),
             origin.addr,
             "total_active_users = 10\nnew_users_per_minute = 60",
-            "[store]\nbackend = \"redis\"\nurl = \"redis://:secret@127.0.0.1:port\"\n",
+            &format!("[store]\nbackend = \"redis\"\nurl = \"{url}\"\n"),
         ),
     )
     .unwrap();
     let (config, _) = Config::load(&path, &NoEnvironment, false).unwrap();
     let Err(e) = spawn(&config, RunOptions::default()) else {
-        panic!("a proxy started on an invalid Redis URL");
+        panic!("a proxy started on {url}");
     };
-    let message = e.to_string();
+    e.to_string()
+}
+
+#[test]
+fn an_invalid_redis_url_or_refused_credentials_still_fail_at_start() {
+    // A configuration error, not an outage: no wait mends it.
+    let message = start_error("redis://:secret@127.0.0.1:port");
     assert!(message.contains("invalid Redis URL"), "{message}");
     assert!(!message.contains("secret"), "{message}");
+
+    let redis = RedisServer::start_with_password("right-password");
+    let at = format!("127.0.0.1:{}", redis.port());
+    let message = start_error(&format!("redis://:wrong-password@{at}"));
+    assert!(message.contains("refused"), "{message}");
+    assert!(message.contains("authentication failed"), "{message}");
+    assert!(!message.contains("wrong-password"), "{message}");
+    let message = start_error(&format!("redis://{at}"));
+    assert!(
+        message.contains("refused") && message.contains("NOAUTH"),
+        "{message}"
+    );
 }
