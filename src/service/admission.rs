@@ -13,7 +13,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use pingora_core::server::ShutdownWatch;
 use pingora_core::services::background::BackgroundService;
-
 use serde_json::{Map, Value};
 
 use crate::clock::{Millis, SharedClock};

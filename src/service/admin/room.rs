@@ -241,12 +241,14 @@ impl RoomAdmin {
             Ok(settings) => settings,
             Err(e) => return error(400, e.to_string()),
         };
-        match self.room_loop.publish_settings(settings).await {
+        // No key of an event is held during an outage: it is refused, saying what can be
+        // changed now.
+        match self.room_loop.change_settings(settings, &[]).await {
             Ok(_) => match answer {
                 Some(event) => Reply::json(status, &event),
                 None => Reply::json(status, &serde_json::json!({ "deleted": true })),
             },
-            Err(e) => error(503, format!("not applied: {e}")),
+            Err(e) => error(503, e.to_string()),
         }
     }
 
