@@ -86,11 +86,6 @@ impl DeferredRedisStore {
         }
     }
 
-    /// Whether the background connection has succeeded.
-    pub fn is_connected(&self) -> bool {
-        self.store.get().is_some()
-    }
-
     fn store(&self) -> StoreResult<&RedisStore> {
         self.store
             .get()
