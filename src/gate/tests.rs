@@ -613,3 +613,75 @@ async fn a_store_outage_is_counted_per_call_and_health_follows_the_last_one() {
     b.visit(&mut Visitor::default()).await;
     assert!(b.gate.health.is_up());
 }
+
+#[tokio::test]
+async fn a_suspension_held_during_an_outage_is_laid_over_what_another_instance_saved_meanwhile() {
+    use crate::service::admission::{PublishError, Published};
+    let b = bench("total_active_users = 1\nnew_users_per_minute = 60", "");
+    let room = b.admission.room("r").unwrap().clone();
+    b.admission.tick().await;
+    b.take_down(true);
+    b.clock.advance(Duration::from_secs(2));
+    b.admission.tick().await;
+    assert!(!b.gate.health.is_up());
+
+    let limits = b
+        .gate
+        .settings
+        .configured()
+        .patched(&serde_json::json!({ "total_active_users": 5 }))
+        .unwrap();
+    assert!(matches!(
+        room.change_settings(limits, &["total_active_users"]).await,
+        Err(PublishError::NotHeld(_))
+    ));
+    let suspended = b
+        .gate
+        .settings
+        .configured()
+        .patched(&serde_json::json!({ "suspended": true }))
+        .unwrap();
+    let Ok(Published::Held { pending, .. }) = room.change_settings(suspended, &["suspended"]).await
+    else {
+        panic!("suspended is held during an outage");
+    };
+    assert_eq!(
+        serde_json::Value::Object(pending),
+        serde_json::json!({ "suspended": true })
+    );
+    assert_eq!(
+        outcome(&b.visit(&mut Visitor::default()).await),
+        Outcome::Unprotected,
+        "suspended here at once"
+    );
+
+    // Another instance, still reaching the store, changed the limits (and not suspended).
+    let mut other = serde_json::to_value(&b.gate.settings.configured().section).unwrap();
+    other["total_active_users"] = 9.into();
+    other["suspended"] = false.into();
+    let other_version = b
+        .store
+        .inner
+        .save_settings(&other.to_string())
+        .await
+        .unwrap();
+
+    b.take_down(false);
+    // A quiet room is looked at once a second.
+    b.clock.advance(Duration::from_secs(2));
+    b.admission.tick().await;
+    assert_eq!(room.pending(), None, "written once the store answers");
+    let saved = b.store.inner.load_settings().await.unwrap().unwrap();
+    assert!(
+        saved.version > other_version,
+        "a new version, as any change"
+    );
+    let saved: serde_json::Value = serde_json::from_str(&saved.json).unwrap();
+    assert_eq!(saved["suspended"], true, "the held key wins: {saved}");
+    assert_eq!(
+        saved["total_active_users"], 9,
+        "the other keys stay: {saved}"
+    );
+    let now = b.gate.settings.now();
+    assert!(now.suspended && now.total_active_users == 9);
+}

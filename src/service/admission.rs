@@ -13,6 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use pingora_core::server::ShutdownWatch;
 use pingora_core::services::background::BackgroundService;
+use serde_json::{Map, Value};
 
 use crate::clock::{Millis, SharedClock};
 use crate::config::RoomSettings;
@@ -57,6 +58,46 @@ pub struct RoomLoop {
     quiet_until: AtomicI64,
     pilot: Arc<Pilot>,
     autopilot: RoomPilotLoop,
+    /// The counts as the loop last read them, and when: what `/admin/state` shows, marked
+    /// stale, while the store is unreachable.
+    last_counts: Mutex<Option<(Millis, RoomCounts)>>,
+    /// Keys the admin API changed while the store was unreachable (`suspended`, `queue_all`),
+    /// with the values applied here: written to the store once it answers.
+    pending: Mutex<Map<String, Value>>,
+    /// One writer of the room's settings at a time (the admin API, a reload, the loop writing
+    /// what is pending or applying what another instance saved), so that a change held during
+    /// an outage is never overwritten by a copy read before it.
+    writing: tokio::sync::Mutex<()>,
+}
+
+/// The keys the admin API may change while the store is unreachable: the runbook's fastest
+/// rollback (`suspended`) and its brake (`queue_all`). Both are flags that make sense on one
+/// instance at once; every other key (limits, events) is the whole room's and waits for the
+/// store.
+pub const HELD_DURING_OUTAGE: [&str; 2] = ["suspended", "queue_all"];
+
+/// What became of a settings change.
+#[derive(Debug)]
+pub enum Published {
+    /// Saved in the store: every instance applies it.
+    Saved(RoomSection),
+    /// Applied here only, the store being unreachable: `pending` (every key held so far, with
+    /// its value) is written once it answers.
+    Held {
+        section: RoomSection,
+        pending: Map<String, Value>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    #[error("not applied: {0}")]
+    Store(#[from] StoreError),
+    #[error(
+        "not applied: the store is unreachable: only suspended and queue_all can be changed now \
+         ({0})"
+    )]
+    NotHeld(StoreError),
 }
 
 impl AdmissionLoop {
@@ -141,7 +182,40 @@ impl RoomLoop {
                 room.health.clone(),
                 room.pilot.clone(),
             ),
+            last_counts: Mutex::new(None),
+            pending: Mutex::new(Map::new()),
+            writing: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The room's counts as the loop last read them from the store, and when; None before the
+    /// first read.
+    pub fn last_counts(&self) -> Option<(Millis, RoomCounts)> {
+        *self
+            .last_counts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Keys changed here while the store was unreachable and not written to it yet, with their
+    /// values; None when there are none.
+    pub fn pending(&self) -> Option<Map<String, Value>> {
+        let pending = self.pending_keys();
+        (!pending.is_empty()).then_some(pending)
+    }
+
+    fn pending_keys(&self) -> Map<String, Value> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn set_pending(&self, pending: Map<String, Value>) {
+        *self
+            .pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = pending;
     }
 
     /// The room's autopilot: its `[autopilot]`, recorder and status.
@@ -159,6 +233,56 @@ impl RoomLoop {
         &self,
         settings: RoomSettings,
     ) -> Result<RoomSection, StoreError> {
+        let _one_writer = self.writing.lock().await;
+        self.save(settings).await
+    }
+
+    /// A change from the admin API whose patch named `keys`: saved as `publish_settings` does;
+    /// while the store is unreachable, a change of [`HELD_DURING_OUTAGE`] keys alone is applied
+    /// here at once and held until the store answers (`RoomLoop::tick` writes it then).
+    pub async fn change_settings(
+        &self,
+        settings: RoomSettings,
+        keys: &[&str],
+    ) -> Result<Published, PublishError> {
+        let _one_writer = self.writing.lock().await;
+        // Known down: not waited for (a command timeout per change) when an operator needs
+        // the rollback now; the loop finds out within a tick when it is back.
+        let unreachable = if self.health.is_up() {
+            match self.save(settings.clone()).await {
+                Ok(section) => return Ok(Published::Saved(section)),
+                Err(e @ StoreError::Unavailable(_)) => e,
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            StoreError::Unavailable("unreachable as last seen".into())
+        };
+        if keys.is_empty() || !keys.iter().all(|k| HELD_DURING_OUTAGE.contains(k)) {
+            return Err(PublishError::NotHeld(unreachable));
+        }
+        let mut pending = self.pending_keys();
+        for key in keys {
+            let value = match *key {
+                "suspended" => settings.suspended,
+                _ => settings.queue_all,
+            };
+            pending.insert((*key).to_owned(), value.into());
+        }
+        self.set_pending(pending.clone());
+        let section = settings.section.clone();
+        self.settings.apply(settings);
+        log::warn!(
+            "room {}: {} applied on this instance only, the store being unreachable ({unreachable}); \
+             written to the store when it answers",
+            self.id,
+            Value::Object(pending.clone())
+        );
+        Ok(Published::Held { section, pending })
+    }
+
+    /// Saves and applies; what was held here is in `settings` (the configured settings it was
+    /// made from include it) and so is written too.
+    async fn save(&self, settings: RoomSettings) -> Result<RoomSection, StoreError> {
         let section = settings.section.clone();
         let json = serde_json::to_string(&section)
             .map_err(|e| StoreError::Corrupt(format!("cannot encode settings: {e}")))?;
@@ -167,22 +291,66 @@ impl RoomLoop {
         let version = saved?;
         self.settings_version.fetch_max(version, Ordering::Relaxed);
         self.settings.apply(settings);
+        self.set_pending(Map::new());
         log::info!("room settings changed live (version {version})");
         Ok(section)
     }
 
+    /// Writes what was changed here during an outage, once the store answers. The rule when
+    /// another instance saved settings meanwhile: its version is the base, the held keys are
+    /// laid over it, and the result is saved as a new version like any change. So the held
+    /// keys win (the later intent, and a rollback must not be undone by the return of the
+    /// store), every other key keeps what the store holds. None when nothing is held.
+    async fn write_pending(&self) -> Option<Result<(), StoreError>> {
+        let _one_writer = self.writing.lock().await;
+        let pending = self.pending()?;
+        Some(self.write_held(pending).await)
+    }
+
+    async fn write_held(&self, pending: Map<String, Value>) -> Result<(), StoreError> {
+        let mut base = (*self.settings.configured()).clone();
+        if let Some(saved) = self.store.load_settings().await?
+            && saved.version > self.settings_version()
+        {
+            // The version seen is not recorded here: the one saved below supersedes it, and
+            // should the save fail, the next attempt must read it again.
+            match parse_saved(&saved.json) {
+                Ok(settings) => base = settings,
+                Err(e) => log::error!(
+                    "ignoring saved room settings version {}: {e}",
+                    saved.version
+                ),
+            }
+        }
+        let held = Value::Object(pending);
+        let settings = match base.patched(&held) {
+            Ok(settings) => settings,
+            // Two flags cannot make valid settings invalid; were it ever so, the store's copy
+            // stands, rather than the loop trying again at every tick.
+            Err(e) => {
+                log::error!("room {}: {held} not written: {e}", self.id);
+                self.set_pending(Map::new());
+                return Ok(());
+            }
+        };
+        self.save(settings).await?;
+        log::info!(
+            "room {}: {held}, changed during the store outage, written to the store",
+            self.id
+        );
+        Ok(())
+    }
+
     /// Applies settings another instance (or an earlier run) saved.
     async fn sync_settings(&self) -> Result<(), StoreError> {
+        let _one_writer = self.writing.lock().await;
         let Some(saved) = self.store.load_settings().await? else {
             return Ok(());
         };
         if saved.version <= self.settings_version() {
             return Ok(());
         }
-        let parsed = serde_json::from_str::<RoomSection>(&saved.json)
-            .map_err(|e| e.to_string())
-            .and_then(|section| RoomSettings::from_section(&section).map_err(|e| e.to_string()));
-        match parsed {
+        match parse_saved(&saved.json) {
             Ok(settings) => {
                 self.settings.apply(settings);
                 log::info!("applied room settings version {}", saved.version);
@@ -227,6 +395,10 @@ impl RoomLoop {
         };
         let counts = self.store.counts().await?;
         let now = self.clock.now_ms();
+        *self
+            .last_counts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some((now, counts));
         let rate = {
             let mut estimator = self
                 .estimator
@@ -273,7 +445,12 @@ impl RoomLoop {
         if now < self.quiet_until.load(Ordering::Relaxed) && self.pollers.is_empty() {
             return;
         }
-        let synced = self.sync_settings().await;
+        // What was held during an outage goes first: applying the store's copy before it would
+        // undo it here for a tick.
+        let synced = match self.write_pending().await {
+            Some(written) => written,
+            None => self.sync_settings().await,
+        };
         self.health.note(&synced);
         if let Some(fence) = fence {
             let admitted = self.admit(fence).await;
@@ -298,6 +475,13 @@ impl RoomLoop {
         self.beat();
         self.autopilot.tick(fence, observed.ok().as_ref()).await;
     }
+}
+
+/// Settings another instance saved, as they read.
+fn parse_saved(json: &str) -> Result<RoomSettings, String> {
+    serde_json::from_str::<RoomSection>(json)
+        .map_err(|e| e.to_string())
+        .and_then(|section| RoomSettings::from_section(&section).map_err(|e| e.to_string()))
 }
 
 #[async_trait]

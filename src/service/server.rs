@@ -35,7 +35,7 @@ use crate::service::metrics::MetricsRegistry;
 use crate::service::reload::Reloader;
 use crate::service::tls::{TlsError, check_ca_file, check_listener, install_crypto_provider};
 use crate::store::memory::MemoryStore;
-use crate::store::redis::{RedisOptions, RedisStore, TimeSource};
+use crate::store::redis::{DeferredRedisStore, RedisOptions, RedisStore, TimeSource};
 use crate::store::{Store, StoreError};
 use crate::token::{SignError, Signer};
 use crate::turnstile::{ClientError, Turnstile};
@@ -175,19 +175,30 @@ pub struct StoreRuntime {
     _runtime: Option<tokio::runtime::Runtime>,
 }
 
+/// The rooms' stores as the start found them.
+struct Opened {
+    /// One per room, in the config's order.
+    stores: Vec<Arc<dyn Store>>,
+    /// The rooms whose store did not answer at start: they serve as during an outage until it
+    /// does.
+    unreachable: Vec<String>,
+    runtime: StoreRuntime,
+}
+
 /// One store per room (each room's keys carry its own hash tag); on Redis they are connected
 /// on one runtime, which must outlive every Pingora service that calls into it.
-fn open_stores(
-    config: &Config,
-    options: &RunOptions,
-) -> Result<(Vec<Arc<dyn Store>>, StoreRuntime), StartError> {
+fn open_stores(config: &Config, options: &RunOptions) -> Result<Opened, StartError> {
     let Backend::Redis { url } = &config.store.backend else {
         let stores = config
             .rooms
             .iter()
             .map(|_| Arc::new(MemoryStore::new(options.clock.clone(), options.seed)) as _)
             .collect();
-        return Ok((stores, StoreRuntime { _runtime: None }));
+        return Ok(Opened {
+            stores,
+            unreachable: Vec::new(),
+            runtime: StoreRuntime { _runtime: None },
+        });
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -195,6 +206,7 @@ fn open_stores(
         .enable_all()
         .build()?;
     let mut stores: Vec<Arc<dyn Store>> = Vec::with_capacity(config.rooms.len());
+    let mut unreachable = Vec::new();
     for room in &config.rooms {
         let redis_options = RedisOptions {
             url: url.clone(),
@@ -210,20 +222,31 @@ fn open_stores(
             seed: options.seed,
         };
         // On a thread of its own: the caller may itself be inside a runtime (tests, embedding).
-        let store = std::thread::scope(|scope| {
+        let connected = std::thread::scope(|scope| {
             scope
-                .spawn(|| runtime.block_on(RedisStore::connect(redis_options)))
+                .spawn(|| runtime.block_on(RedisStore::connect(redis_options.clone())))
                 .join()
         })
-        .map_err(|_| StartError::StoreThread)??;
-        stores.push(Arc::new(store));
+        .map_err(|_| StartError::StoreThread)?;
+        match connected {
+            Ok(store) => stores.push(Arc::new(store)),
+            // An outage at start is served like one that begins later: by `on_error`, until
+            // Redis answers. Anything else (an invalid URL) no retry can mend: the start fails.
+            Err(e @ StoreError::Unavailable(_)) => {
+                let store = DeferredRedisStore::start(redis_options, runtime.handle(), &e);
+                stores.push(Arc::new(store));
+                unreachable.push(room.id.clone());
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
-    Ok((
+    Ok(Opened {
         stores,
-        StoreRuntime {
+        unreachable,
+        runtime: StoreRuntime {
             _runtime: Some(runtime),
         },
-    ))
+    })
 }
 
 pub fn build(
@@ -248,7 +271,11 @@ pub fn build(
             check_free("origin.address (demo shop)", address)?;
         }
     }
-    let (stores, store_runtime) = open_stores(config, &options)?;
+    let Opened {
+        stores,
+        unreachable,
+        runtime: store_runtime,
+    } = open_stores(config, &options)?;
 
     let threads = if config.threads > 0 {
         config.threads
@@ -312,6 +339,12 @@ pub fn build(
             &metrics,
         )
         .with_autopilot(room_config.autopilot.clone());
+        if unreachable.contains(&room_config.id) {
+            // Down from the first moment (gauge, /readyz), not only after the loop's first tick.
+            room.health.note(&Err::<(), _>(StoreError::Unavailable(
+                "not reached at start".into(),
+            )));
+        }
         // A page names its room to the reserved paths only when the proxy has several.
         let named = several.then_some(room_config.id.as_str());
         let signer = Arc::new(Signer::new(&room_config.id, &config.pass.secret)?);

@@ -22,6 +22,10 @@ pub enum StoreError {
     NotLeader(u64),
     #[error("store returned malformed data: {0}")]
     Corrupt(String),
+    /// Redis answered but refused this proxy (a wrong or missing password, a user without the
+    /// rights): unlike `Unavailable`, waiting does not help, so a start fails on it.
+    #[error("store refused the connection: {0}")]
+    Refused(String),
     /// Unlike `Unavailable`, no retry helps: the URL itself is wrong. The message repeats the
     /// cause, as the logs print no chain of sources.
     #[error("invalid Redis URL {url}: {source}")]

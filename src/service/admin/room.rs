@@ -8,16 +8,18 @@ use pingora_core::protocols::http::ServerSession;
 use serde::Deserialize;
 
 use super::{ListenerState, error, read_body, read_json, reloaded};
+use crate::clock::SharedClock;
 use crate::config::RoomSettings;
 use crate::config::file::EventSection;
 use crate::config::model::merge_patch;
+use crate::core::room::RoomCounts;
 use crate::core::schedule::Phase;
 use crate::gate::Gate;
 use crate::respond::reply::Reply;
 use crate::room::{LiveSettings, Room, StoreHealth};
-use crate::service::admission::{AdmissionLoop, RoomLoop};
+use crate::service::admission::{AdmissionLoop, Published, RoomLoop};
 use crate::service::reload::Reloader;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +51,7 @@ pub struct RoomAdmin {
     health: Arc<StoreHealth>,
     gate: Arc<Gate>,
     room_loop: Arc<RoomLoop>,
+    clock: SharedClock,
 }
 
 impl RoomAdmin {
@@ -60,6 +63,7 @@ impl RoomAdmin {
             health: room.health.clone(),
             gate,
             room_loop,
+            clock: room.clock.clone(),
         }
     }
 
@@ -105,50 +109,69 @@ impl RoomAdmin {
         }
     }
 
+    /// The room's state. While the store is unreachable, the counts are those the admission
+    /// loop last read (`stale`, `stale_seconds` old; null when it never reached the store), so
+    /// that an operator still sees the room and its settings during an outage.
     pub async fn state(&self, admission: &AdmissionLoop, listener: &ListenerState) -> Reply {
         let settings = self.settings.now();
         // The room's own limits; those in force are the autopilot's (below) when it steers.
         let own = self.settings.own_now();
         let autopilot = self.autopilot_state();
-        let counts = self.store.counts().await;
-        self.health.note(&counts);
-        let leader = admission.leader().await;
-        match counts {
-            Ok(c) => Reply::json(
-                200,
-                &serde_json::json!({
-                    "room": self.room_id,
-                    "name": settings.name,
-                    "occupancy": c.occupancy(),
-                    "passes": c.passes,
-                    "called": c.called,
-                    "total_active_users": own.total_active_users,
-                    "new_users_per_minute": own.new_users_per_minute,
-                    "burst": own.burst,
-                    "autopilot": autopilot,
-                    "queue_length": c.queued,
-                    "admitted_last_minute": c.admitted_last_minute,
-                    "admitted_total": c.admitted_total,
-                    "abandoned_total": c.abandoned_total,
-                    "expired_total": c.expired_total,
-                    "revoked_total": c.revoked_total,
-                    "no_show_total": c.no_show_total,
-                    "queueing_method": settings.queueing_method.as_str(),
-                    "event": settings.event.as_ref().map(|e| e.name.as_str()),
-                    "prequeueing": settings.prequeueing(),
-                    "queue_all": settings.queue_all,
-                    "suspended": settings.suspended,
-                    "session_duration_seconds": settings.session_duration.as_secs_f64(),
-                    "instance": admission.instance(),
-                    "leader": leader,
-                    "is_leader": admission.is_leader(),
-                    "store_ok": self.health.is_up(),
-                    "settings_version": self.room_loop.settings_version(),
-                    "listener": listener.json(),
-                }),
-            ),
-            Err(e) => error(503, format!("store unavailable: {e}")),
-        }
+        // Known down: answered at once from what was last read, not after a command timeout.
+        let counts = if self.health.is_up() {
+            let counts = self.store.counts().await;
+            self.health.note(&counts);
+            counts
+        } else {
+            Err(StoreError::Unavailable("unreachable as last seen".into()))
+        };
+        let (counts, stale_seconds, store_error, leader) = match counts {
+            Ok(c) => (Some(c), Some(0.0), None, admission.leader().await),
+            Err(e) => {
+                let last = self.room_loop.last_counts();
+                let now = self.clock.now_ms();
+                let age = last.map(|(at, _)| (now - at).max(0) as f64 / 1000.0);
+                (last.map(|(_, c)| c), age, Some(e.to_string()), None)
+            }
+        };
+        let count = |f: fn(&RoomCounts) -> u64| counts.as_ref().map(f);
+        Reply::json(
+            200,
+            &serde_json::json!({
+                "room": self.room_id,
+                "name": settings.name,
+                "stale": store_error.is_some(),
+                "stale_seconds": stale_seconds,
+                "store_error": store_error,
+                "occupancy": count(RoomCounts::occupancy),
+                "passes": count(|c| c.passes),
+                "called": count(|c| c.called),
+                "total_active_users": own.total_active_users,
+                "new_users_per_minute": own.new_users_per_minute,
+                "burst": own.burst,
+                "autopilot": autopilot,
+                "queue_length": count(|c| c.queued),
+                "admitted_last_minute": count(|c| c.admitted_last_minute),
+                "admitted_total": count(|c| c.admitted_total),
+                "abandoned_total": count(|c| c.abandoned_total),
+                "expired_total": count(|c| c.expired_total),
+                "revoked_total": count(|c| c.revoked_total),
+                "no_show_total": count(|c| c.no_show_total),
+                "queueing_method": settings.queueing_method.as_str(),
+                "event": settings.event.as_ref().map(|e| e.name.as_str()),
+                "prequeueing": settings.prequeueing(),
+                "queue_all": settings.queue_all,
+                "suspended": settings.suspended,
+                "pending": self.room_loop.pending(),
+                "session_duration_seconds": settings.session_duration.as_secs_f64(),
+                "instance": admission.instance(),
+                "leader": leader,
+                "is_leader": admission.is_leader(),
+                "store_ok": self.health.is_up(),
+                "settings_version": self.room_loop.settings_version(),
+                "listener": listener.json(),
+            }),
+        )
     }
 
     /// `GET /admin/events`: the scheduled events as configured, and the one governing now.
@@ -218,12 +241,14 @@ impl RoomAdmin {
             Ok(settings) => settings,
             Err(e) => return error(400, e.to_string()),
         };
-        match self.room_loop.publish_settings(settings).await {
+        // No key of an event is held during an outage: it is refused, saying what can be
+        // changed now.
+        match self.room_loop.change_settings(settings, &[]).await {
             Ok(_) => match answer {
                 Some(event) => Reply::json(status, &event),
                 None => Reply::json(status, &serde_json::json!({ "deleted": true })),
             },
-            Err(e) => error(503, format!("not applied: {e}")),
+            Err(e) => error(503, e.to_string()),
         }
     }
 
@@ -265,9 +290,23 @@ impl RoomAdmin {
             Ok(s) => s,
             Err(e) => return error(400, e.to_string()),
         };
-        match self.room_loop.publish_settings(settings).await {
-            Ok(section) => Reply::json(200, &section),
-            Err(e) => error(503, format!("not applied: {e}")),
+        let keys: Vec<&str> = patch
+            .as_object()
+            .map(|changes| changes.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        match self.room_loop.change_settings(settings, &keys).await {
+            Ok(Published::Saved(section)) => Reply::json(200, &section),
+            // Accepted, not done: applied on this instance, every other one learns it when the
+            // store answers again.
+            Ok(Published::Held { section, pending }) => {
+                let mut answer =
+                    serde_json::to_value(&section).unwrap_or_else(|_| serde_json::json!({}));
+                if let Some(fields) = answer.as_object_mut() {
+                    fields.insert("pending".into(), pending.into());
+                }
+                Reply::json(202, &answer)
+            }
+            Err(e) => error(503, e.to_string()),
         }
     }
 

@@ -39,7 +39,26 @@ impl Failure {
     }
 
     fn context(self, what: &str) -> StoreError {
-        StoreError::Unavailable(format!("{what}: redis: {self}"))
+        let message = format!("{what}: redis: {self}");
+        if self.is_refusal() {
+            StoreError::Refused(message)
+        } else {
+            StoreError::Unavailable(message)
+        }
+    }
+
+    /// Redis answered, and refused this proxy's credentials or configuration: waiting for it
+    /// changes nothing, unlike a server that does not answer (yet).
+    fn is_refusal(&self) -> bool {
+        match self {
+            Failure::Redis(e) => {
+                matches!(
+                    e.kind(),
+                    redis::ErrorKind::AuthenticationFailed | redis::ErrorKind::InvalidClientConfig
+                ) || matches!(e.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"))
+            }
+            Failure::TimedOut(_) => false,
+        }
     }
 }
 

@@ -21,6 +21,7 @@
 mod autopilot;
 mod calls;
 mod conn;
+mod deferred;
 mod joins;
 mod revocations;
 mod scripts;
@@ -43,6 +44,8 @@ use crate::store::{
     AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
     StoreResult, TicketPlace, window_kept_until,
 };
+
+pub use deferred::DeferredRedisStore;
 
 use calls::{Calls, SWEEP_SHARDS_PER_ROUND, beat_shard};
 use conn::{Connections, within};
