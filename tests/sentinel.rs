@@ -270,7 +270,10 @@ async fn the_proxies_follow_a_failover_under_a_crowd() {
     // Visitors called just before the kill could not claim their turn while the store was away
     // (claim_window, 4 s here, ran out): the leader counts them as no-shows and they queue again
     // at the back. docs/redis.md says so; more than a round's calls would be another fault.
-    assert!(sent_back <= 3, "{sent_back} waiting visitors lost their place");
+    assert!(
+        sent_back <= 3,
+        "{sent_back} waiting visitors lost their place"
+    );
     assert_eq!(errors, 0);
     // Admissions go on after the failover: the line moves on the new master.
     let admitted_after = logs
