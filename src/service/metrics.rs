@@ -69,6 +69,8 @@ pub const NAMES: &[&str] = &[
     "waitroom_origin_inflight",
     "waitroom_passes_shared_total",
     "waitroom_pass_requests_limited_total",
+    "waitroom_origin_resolve_failures_total",
+    "waitroom_origin_addresses",
 ];
 
 /// The histograms among `NAMES`.
@@ -76,8 +78,9 @@ pub const HISTOGRAMS: &[&str] = &["waitroom_wait_seconds", "waitroom_origin_seco
 
 /// Every `kind` of `waitroom_upstream_errors_total`: what the proxy's `fail_to_proxy` counts
 /// (an origin that refused or dropped the connection, a failed TLS handshake, a timeout, an
-/// error status). Each series exists from the start at 0, so the first failure shows in `rate()`.
-pub const UPSTREAM_ERROR_KINDS: [&str; 4] = ["connect", "tls", "timeout", "status"];
+/// error status), or no address known for the origin's name (`resolve`). Each series exists from
+/// the start at 0, so the first failure shows in `rate()`.
+pub const UPSTREAM_ERROR_KINDS: [&str; 5] = ["connect", "tls", "timeout", "status", "resolve"];
 
 /// Every `class` of `waitroom_origin_responses_total`, likewise created at 0.
 pub const ORIGIN_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
@@ -115,7 +118,7 @@ pub struct Metrics {
     /// New tickets refused by the per-address limit: too fast, or too many in line.
     pub refused_too_fast: IntCounter,
     pub refused_too_many_live: IntCounter,
-    upstream_errors: [IntCounter; 4],
+    upstream_errors: [IntCounter; UPSTREAM_ERROR_KINDS.len()],
     origin_responses: [IntCounter; 5],
     pub origin_seconds: Histogram,
     pub store_errors: IntCounter,
@@ -136,6 +139,16 @@ pub struct Metrics {
     pub passes_shared: IntCounter,
     /// Pass holders' requests refused by `pass.max_requests_per_minute`.
     pub pass_requests_limited: IntCounter,
+}
+
+/// The origin's name as looked up in the background (`service::origin`): one origin for every
+/// room, so not labelled by room.
+#[derive(Clone)]
+pub struct OriginMetrics {
+    /// Lookups of the origin's name that failed (the last good addresses were kept).
+    pub resolve_failures: IntCounter,
+    /// The addresses the origin's name has now (0: forwarded requests get the 502 page).
+    pub addresses: IntGauge,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -181,6 +194,7 @@ pub struct MetricsRegistry {
     origin_inflight: IntGaugeVec,
     passes_shared: IntCounterVec,
     pass_requests_limited: IntCounterVec,
+    origin: OriginMetrics,
 }
 
 impl Default for MetricsRegistry {
@@ -220,6 +234,18 @@ impl MetricsRegistry {
             &["room"],
         ));
         must(registry.register(Box::new(order_tau.clone())));
+        let origin = OriginMetrics {
+            resolve_failures: must(IntCounter::new(
+                "waitroom_origin_resolve_failures_total",
+                "Lookups of origin.address's name that failed (the last good addresses are kept)",
+            )),
+            addresses: must(IntGauge::new(
+                "waitroom_origin_addresses",
+                "Addresses known for the origin (0: forwarded requests get the 502 page)",
+            )),
+        };
+        must(registry.register(Box::new(origin.resolve_failures.clone())));
+        must(registry.register(Box::new(origin.addresses.clone())));
         #[cfg(target_os = "linux")]
         must(registry.register(Box::new(
             prometheus::process_collector::ProcessCollector::for_self(),
@@ -281,7 +307,7 @@ impl MetricsRegistry {
             ),
             upstream_errors: counter(
                 "waitroom_upstream_errors_total",
-                "Requests the origin failed (connect, tls, timeout, status)",
+                "Requests the origin failed (connect, tls, timeout, status, resolve)",
                 &["room", "kind"],
             ),
             origin_responses: counter(
@@ -358,8 +384,14 @@ impl MetricsRegistry {
                 "Pass holders' requests refused (429) by pass.max_requests_per_minute",
                 room,
             ),
+            origin,
             registry,
         }
+    }
+
+    /// The origin's series (one origin for every room).
+    pub fn origin(&self) -> OriginMetrics {
+        self.origin.clone()
     }
 
     /// One room's series. Labelled series that can happen are there from the start, at 0:
