@@ -139,17 +139,22 @@ impl OriginAddresses {
         }
     }
 
-    /// Looks the name up now and keeps the answer; on failure the last good addresses stay.
+    /// Looks the name up now and keeps the answer; on failure the last good addresses stay, and
+    /// the caller reports the error (the start, `--test`): it is not logged here.
     pub fn refresh(&self, resolver: &dyn Resolve) -> Result<(), ResolveError> {
         let Target::Named { host, port } = &self.target else {
             return Ok(());
         };
         let found = resolver.lookup(host, *port);
-        self.keep(found)
+        self.keep(found, Quiet)
     }
 
-    /// Keeps the outcome of one lookup, logging a change of state once.
-    fn keep(&self, found: Result<Vec<SocketAddr>, ResolveError>) -> Result<(), ResolveError> {
+    /// Keeps the outcome of one lookup, logging a change of state once (unless `Quiet`).
+    fn keep(
+        &self,
+        found: Result<Vec<SocketAddr>, ResolveError>,
+        failure: Report,
+    ) -> Result<(), ResolveError> {
         // Sorted: a DNS that answers in turns is not a change of address.
         let found = found.and_then(|mut found| {
             found.sort_unstable();
@@ -174,7 +179,8 @@ impl OriginAddresses {
             }
             Err(e) => {
                 self.metrics.resolve_failures.inc();
-                if !self.failing.swap(true, Ordering::Relaxed) {
+                // The caller of a quiet lookup reports it: the next logged failure is news.
+                if failure == Logged && !self.failing.swap(true, Ordering::Relaxed) {
                     let known = self.known.load();
                     if known.is_empty() {
                         log::warn!(
@@ -195,6 +201,14 @@ impl OriginAddresses {
         }
     }
 }
+
+/// Whether a failed lookup is logged by `keep` or reported by its caller.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Report {
+    Logged,
+    Quiet,
+}
+use Report::{Logged, Quiet};
 
 fn gauge(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -225,7 +239,7 @@ impl OriginResolver {
         let found = tokio::task::spawn_blocking(move || resolver.lookup(&host, port))
             .await
             .unwrap_or_else(|e| Err(ResolveError::Interrupted(e.to_string())));
-        let _ = self.origin.keep(found);
+        let _ = self.origin.keep(found, Logged);
     }
 }
 
