@@ -396,10 +396,13 @@ async fn an_origin_that_never_resolved_gets_the_branded_502_counted_and_logged()
     drop(proxy.running);
 }
 
+/// (path, the `waitroom` cookie if any) of every request an origin received.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// An origin that answers 200 `origin:<path>` on `port`, recording the `waitroom` cookie of each
 /// request.
-fn origin_on(port: u16) -> Arc<Mutex<Vec<(String, Option<String>)>>> {
-    let seen = Arc::new(Mutex::new(Vec::new()));
+fn origin_on(port: u16) -> Seen {
+    let seen: Seen = Arc::default();
     let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
     listener.set_nonblocking(true).unwrap();
     let record = seen.clone();
