@@ -649,7 +649,7 @@ async fn admin_revoke_ends_a_pass_by_id() {
     let proxy = TestProxy::start("total_active_users = 1\nnew_users_per_minute = 100");
     let mut v = proxy.visitor();
     v.get("/").await;
-    let pass_id = pass_id(v.cookie.as_deref().unwrap());
+    let pass_id = pass_id(&proxy, v.cookie.as_deref().unwrap());
     let client = reqwest::Client::new();
     let bad = client
         .post(format!("{}/admin/revoke", proxy.admin))
@@ -682,15 +682,13 @@ async fn admin_revoke_ends_a_pass_by_id() {
     assert_eq!(proxy.state().await["admitted_total"], 2);
 }
 
-/// The visitor id inside a pass (the JWT's `sub`).
-fn pass_id(jwt: &str) -> String {
-    use base64::Engine;
-    let payload = jwt.split('.').nth(1).unwrap();
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload)
-        .unwrap();
-    let claims: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-    claims["sub"].as_str().unwrap().to_owned()
+/// The visitor id inside a pass: sealed for its room, so opened with the room's secret.
+fn pass_id(proxy: &TestProxy, raw: &str) -> String {
+    use waitroom::clock::Clock;
+    let signer =
+        waitroom::token::Signer::new("test-room", common::proxy::SECRET.as_bytes()).unwrap();
+    let token = signer.verify(raw, proxy.clock.now_ms()).unwrap();
+    token.visitor().to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
