@@ -310,6 +310,11 @@ async fn an_origin_name_that_stops_resolving_is_served_at_its_last_good_address(
     assert!(during.reached_origin(), "{}", during.body);
     let paths: Vec<String> = origin.requests().into_iter().map(|(p, _)| p).collect();
     assert_eq!(paths, ["/before", "/during"]);
+    // Whatever address the name has, the origin is asked for the visitor's host.
+    let host = format!("127.0.0.1:{}", proxy.port);
+    for request in origin.received() {
+        assert_eq!(request.header("host"), Some(host.as_str()));
+    }
     assert_eq!(proxy.metric("waitroom_origin_addresses", "").await, 1.0);
     assert_eq!(
         proxy
@@ -523,4 +528,57 @@ async fn a_newcomer_admitted_by_a_refused_forward_keeps_its_pass() {
     assert_eq!(state["occupancy"], 1);
     assert!(captured().panics.lock().unwrap().is_empty());
     tokio::time::sleep(Duration::from_millis(10)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newcomer_admitted_by_a_timed_out_forward_keeps_its_pass() {
+    let origin = StubOrigin::start();
+    let proxy = start(
+        &origin.addr.to_string(),
+        "total_active_users = 1\nnew_users_per_minute = 1000",
+        "",
+        &Dns::default(),
+        true,
+    )
+    .unwrap();
+    let mut v = proxy.visitor();
+    // The stub takes 3 s over /slow; the test proxy waits 1 s (origin.read_timeout).
+    let late = v.get("/slow").await;
+    assert_eq!(late.status, 504, "{}", late.body);
+    assert!(v.cookie.is_some(), "{:?}", late.set_cookies());
+    let inside = v.get("/cart").await;
+    assert!(inside.reached_origin(), "{}", inside.body);
+    let seen = origin.requests();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0], ("/slow".to_owned(), None));
+    assert_eq!(seen[1].0, "/cart");
+    assert_eq!(seen[1].1, v.cookie, "the pass the 504 gave");
+    assert_eq!(
+        proxy
+            .metric("waitroom_admitted_total", "room=\"test-room\"")
+            .await,
+        1.0
+    );
+    assert_eq!(admin_state(&proxy.admin).await["occupancy"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_with_an_address_that_refuses_is_served_by_its_other_address() {
+    let origin = StubOrigin::start();
+    let dead: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let dns = Dns::answering(&[dead, origin.addr]);
+    let proxy = start("shop-e.test:80", ROOM, "", &dns, true).unwrap();
+    assert_eq!(proxy.metric("waitroom_origin_addresses", "").await, 2.0);
+    // Turns go to both addresses; a refused connection is tried on the other one.
+    for i in 0..4 {
+        let answer = proxy.visitor().get(&format!("/{i}")).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+    }
+    assert_eq!(origin.requests().len(), 4);
+    assert_eq!(
+        proxy
+            .metric("waitroom_upstream_errors_total", "kind=\"connect\"")
+            .await,
+        0.0
+    );
 }
