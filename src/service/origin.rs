@@ -256,7 +256,12 @@ impl BackgroundService for OriginResolver {
         loop {
             tokio::select! {
                 _ = shutdown.changed() => break,
-                _ = interval.tick() => self.once().await,
+                _ = interval.tick() => {}
+            }
+            // A DNS that does not answer holds the lookup for its own timeouts: not the exit.
+            tokio::select! {
+                _ = shutdown.changed() => break,
+                () = self.once() => {}
             }
         }
     }

@@ -118,17 +118,29 @@ pub fn check_files(config: &Config) -> Result<(), StartError> {
 }
 
 /// The origin's addresses, looked up once now: a name that does not resolve would otherwise
-/// only show as a 502 for every admitted visitor.
-/// `--test` checks it as the start does.
-pub fn check_origin(config: &Config) -> Result<(), StartError> {
+/// only show as a 502 for every admitted visitor. Without `must_resolve` (tests only), a proxy
+/// starts knowing none.
+fn resolve_origin(
+    config: &Config,
+    resolver: &dyn Resolve,
+    metrics: &MetricsRegistry,
+    must_resolve: bool,
+) -> Result<OriginAddresses, StartError> {
     let unresolved = |reason| StartError::OriginUnresolved {
         address: config.origin.address.clone(),
         reason,
     };
-    OriginAddresses::new(&config.origin.address, MetricsRegistry::new().origin())
-        .map_err(unresolved)?
-        .refresh(&SystemResolver)
-        .map_err(unresolved)
+    let origin =
+        OriginAddresses::new(&config.origin.address, metrics.origin()).map_err(unresolved)?;
+    match origin.refresh(resolver) {
+        Err(reason) if must_resolve => Err(unresolved(reason)),
+        _ => Ok(origin),
+    }
+}
+
+/// `--test` looks the origin's name up as the start does.
+pub fn check_origin(config: &Config) -> Result<(), StartError> {
+    resolve_origin(config, &SystemResolver, &MetricsRegistry::new(), true).map(drop)
 }
 
 /// Pingora retries a busy port for 30 s and then fails inside a task: check first, fail fast.
@@ -262,18 +274,12 @@ pub fn build(
     install_crypto_provider();
     check_files(config)?;
     let metrics = Arc::new(MetricsRegistry::new());
-    let unresolved = |reason| StartError::OriginUnresolved {
-        address: config.origin.address.clone(),
-        reason,
-    };
-    let origin =
-        OriginAddresses::new(&config.origin.address, metrics.origin()).map_err(unresolved)?;
-    if let Err(reason) = origin.refresh(options.resolver.as_ref())
-        && options.origin_must_resolve
-    {
-        return Err(unresolved(reason));
-    }
-    let origin = Arc::new(origin);
+    let origin = Arc::new(resolve_origin(
+        config,
+        options.resolver.as_ref(),
+        &metrics,
+        options.origin_must_resolve,
+    )?);
     let demo = demo_origin_address(config)?;
     if options.upgrade {
         // The old process holds the ports: they come over the upgrade socket.
