@@ -116,7 +116,12 @@ impl OriginAddresses {
     /// A request's turn: its first try goes to the address after the previous request's, a
     /// retry (`turn + 1`) to the one after that.
     pub fn turn(&self) -> usize {
-        self.next.fetch_add(1, Ordering::Relaxed)
+        // One shared counter for every request of every thread: not touched when there is
+        // nothing to turn through.
+        match self.target {
+            Target::Fixed(_) => 0,
+            Target::Named { .. } => self.next.fetch_add(1, Ordering::Relaxed),
+        }
     }
 
     /// The address for `turn`, if any is known.
