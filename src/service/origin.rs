@@ -255,7 +255,8 @@ impl BackgroundService for OriginResolver {
             return;
         }
         // Looked up at start already: the first lookup here is one interval later.
-        let start = tokio::time::Instant::now() + self.every;
+        let now = tokio::time::Instant::now();
+        let start = now.checked_add(self.every).unwrap_or(now);
         let mut interval = tokio::time::interval_at(start, self.every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

@@ -89,13 +89,16 @@ pub(crate) fn origin(
 
 /// Shorter than this would only load the DNS: a name's records rarely live under a second.
 const MIN_RESOLVE_INTERVAL: Duration = Duration::from_secs(1);
+/// Longer would keep a moved origin's old address for a day: and a timer that far out is where
+/// arithmetic on instants overflows.
+const MAX_RESOLVE_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
 fn resolve_interval(text: &str) -> Result<Duration, ConfigError> {
     let every = duration("origin.resolve_interval", text)?;
-    if every < MIN_RESOLVE_INTERVAL {
+    if !(MIN_RESOLVE_INTERVAL..=MAX_RESOLVE_INTERVAL).contains(&every) {
         return Err(invalid(
             "origin.resolve_interval",
-            format!("{text:?} is shorter than 1s"),
+            format!("{text:?} is not between 1s and 1d"),
         ));
     }
     Ok(every)
