@@ -140,7 +140,9 @@ fn run(path: &Path, test: bool, dev: bool, upgrade: bool) -> ExitCode {
         log::warn!("{warning}");
     }
     if test {
-        if let Err(e) = waitroom::service::server::check_files(&config) {
+        let checked = waitroom::service::server::check_files(&config)
+            .and_then(|()| waitroom::service::server::check_origin(&config));
+        if let Err(e) = checked {
             eprintln!("waitroom-proxy: {}: {e}", path.display());
             return ExitCode::from(2);
         }

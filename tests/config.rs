@@ -151,6 +151,27 @@ fn every_error_names_the_key_and_the_reason() {
             "origin.address",
         ),
         (
+            minimal("").replace(
+                "address = \"127.0.0.1:3000\"",
+                "address = \"127.0.0.1:3000\"\nresolve_interval = \"100ms\"",
+            ),
+            "origin.resolve_interval",
+        ),
+        (
+            minimal("").replace(
+                "address = \"127.0.0.1:3000\"",
+                "address = \"127.0.0.1:3000\"\nresolve_interval = \"often\"",
+            ),
+            "origin.resolve_interval",
+        ),
+        (
+            minimal("").replace(
+                "address = \"127.0.0.1:3000\"",
+                "address = \"127.0.0.1:3000\"\nresolve_interval = \"1000000y\"",
+            ),
+            "origin.resolve_interval",
+        ),
+        (
             format!("{}[store]\nbackend = \"redis\"\n", minimal("")),
             "store.url",
         ),

@@ -122,6 +122,10 @@ pub struct OriginSection {
     pub read_timeout: String,
     #[serde(default = "defaults::read_timeout")]
     pub write_timeout: String,
+    /// How often the host of `address` is looked up again (the last good addresses are kept
+    /// when a lookup fails).
+    #[serde(default = "defaults::resolve_interval")]
+    pub resolve_interval: String,
     /// Serve the built-in demo shop on `address` (for trying the product with nothing else).
     #[serde(default)]
     pub serve_demo_shop: bool,
@@ -562,6 +566,9 @@ mod defaults {
     }
     pub fn read_timeout() -> String {
         "60s".into()
+    }
+    pub fn resolve_interval() -> String {
+        "30s".into()
     }
     pub fn room_name() -> String {
         "Waiting room".into()

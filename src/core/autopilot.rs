@@ -133,19 +133,21 @@ impl LatencyHistogram {
         self.total += 1;
     }
 
-    /// Adds `count` to one bucket (a stored histogram read back).
+    /// Adds `count` to one bucket (a stored histogram read back). Saturating: the counts come
+    /// from the store, and a damaged one must not overflow (a panic in a debug build, a
+    /// nonsense p95 in a release one).
     pub fn add_to_bucket(&mut self, index: usize, count: u64) -> Result<(), NoSuchBucket> {
         let slot = self.counts.get_mut(index).ok_or(NoSuchBucket(index))?;
-        *slot += count;
-        self.total += count;
+        *slot = slot.saturating_add(count);
+        self.total = self.total.saturating_add(count);
         Ok(())
     }
 
     pub fn merge(&mut self, other: &LatencyHistogram) {
         for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
-            *mine += theirs;
+            *mine = mine.saturating_add(*theirs);
         }
-        self.total += other.total;
+        self.total = self.total.saturating_add(other.total);
     }
 
     /// Latencies recorded.
@@ -292,8 +294,9 @@ impl Signal {
     pub fn merge(&mut self, other: &Signal) {
         self.started_at = self.started_at.min(other.started_at);
         self.ended_at = self.ended_at.max(other.ended_at);
-        self.requests += other.requests;
-        self.errors += other.errors;
+        // Another instance's counts, read back from the store: saturating, like the histogram.
+        self.requests = self.requests.saturating_add(other.requests);
+        self.errors = self.errors.saturating_add(other.errors);
         self.latency.merge(&other.latency);
         self.latency_total_us = self.latency_total_us.saturating_add(other.latency_total_us);
     }

@@ -8,6 +8,9 @@ use super::{RequestCtx, WaitroomProxy};
 use crate::core::autopilot::Outcome as Exchange;
 use crate::respond::reply::Reply;
 
+/// `upstream_peer`'s error when no address is known for the origin's name.
+pub(super) const ORIGIN_UNRESOLVED: ErrorType = ErrorType::Custom("OriginUnresolved");
+
 const NOT_ANSWERING: &str = "The shop is not answering right now";
 const KEPT: &str = "Please try again in a moment: your place or your pass is kept.";
 
@@ -47,6 +50,9 @@ pub(super) async fn answer(
         | ErrorType::TLSHandshakeTimedout
         | ErrorType::InvalidCert
         | ErrorType::HandshakeError => (502, "tls", NOT_ANSWERING, KEPT),
+        ErrorType::Custom(_) if e.etype() == &ORIGIN_UNRESOLVED => {
+            (502, "resolve", NOT_ANSWERING, KEPT)
+        }
         ErrorType::HTTPStatus(code) => (
             *code,
             "status",
@@ -90,7 +96,14 @@ pub(super) async fn answer(
             can_reuse_downstream: false,
         };
     };
-    let reply = responder.error_page(code, heading, message);
+    let mut reply = responder.error_page(code, heading, message);
+    // A visitor admitted by this very request keeps the pass it was given (its place in the
+    // room is already counted): without it, the next request would put it back in line while
+    // its slot stays taken for a session. A pass holder's renewed pass likewise. The page is
+    // `no-store`: no cache keeps the cookie.
+    if let Some(cookie) = ctx.set_cookie.take() {
+        reply = reply.with_header("set-cookie", cookie);
+    }
     // The connection is not reused after an error: say so, or clients reuse a closed socket.
     session.set_keepalive(None);
     if let Err(e) = reply.send(session, false).await {

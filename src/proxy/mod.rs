@@ -43,6 +43,7 @@ use crate::respond::reply::Reply;
 use crate::room::{Pilot, Pulse};
 use crate::service::logging::ACCESS;
 use crate::service::metrics::Metrics;
+use crate::service::origin::OriginAddresses;
 
 /// Larger request headers are refused with 431 before any work is done.
 const MAX_HEADER_VALUE: usize = 16 * 1024;
@@ -65,6 +66,8 @@ pub struct WaitroomProxy {
     routes: Routes,
     sites: Sites,
     origin: OriginConfig,
+    /// `origin.address` as last looked up, off the request path.
+    addresses: Arc<OriginAddresses>,
     access_log: bool,
     trusted_proxies: Vec<Cidr>,
     /// The listener speaks TLS: what `X-Forwarded-Proto` says.
@@ -109,6 +112,10 @@ pub struct RequestCtx {
     /// A pass holder's or a newly admitted visitor's request: what the origin answers is for
     /// this visitor alone (`origin.protected_responses`).
     protected: bool,
+    /// This request's turn through the origin's addresses (`OriginAddresses::turn`), and how
+    /// many it tried: a connection refused by one address is retried on the next.
+    origin_turn: Option<usize>,
+    origin_tries: usize,
     /// Counted in `waitroom_origin_inflight` from choosing the origin to its response header
     /// (or the failure, or the end of the request, whichever comes first).
     in_flight: Option<InFlight>,
@@ -141,6 +148,7 @@ pub struct ProxySettings {
     pub routes: Routes,
     pub sites: Sites,
     pub origin: OriginConfig,
+    pub addresses: Arc<OriginAddresses>,
     pub access_log: bool,
     pub trusted_proxies: Vec<Cidr>,
     pub tls: bool,
@@ -160,6 +168,7 @@ impl WaitroomProxy {
             routes: settings.routes,
             sites: settings.sites,
             origin: settings.origin,
+            addresses: settings.addresses,
             access_log: settings.access_log,
             trusted_proxies: settings.trusted_proxies,
             tls: settings.tls,
@@ -353,6 +362,8 @@ impl ProxyHttp for WaitroomProxy {
             origin_status: None,
             watched: false,
             protected: false,
+            origin_turn: None,
+            origin_tries: 0,
             in_flight: None,
         }
     }
@@ -495,7 +506,19 @@ impl ProxyHttp for WaitroomProxy {
         ctx: &mut Self::CTX,
     ) -> pingora::Result<Box<HttpPeer>> {
         let o = &self.origin;
-        let mut peer = HttpPeer::new(o.address.as_str(), o.tls, o.sni.clone());
+        let turn = *ctx.origin_turn.get_or_insert_with(|| self.addresses.turn());
+        let address = self.addresses.pick(turn.wrapping_add(ctx.origin_tries));
+        ctx.origin_tries += 1;
+        let Some(address) = address else {
+            return Err(Error::explain(
+                failure::ORIGIN_UNRESOLVED,
+                format!("no address known for origin.address {}", o.address),
+            )
+            .into_up());
+        };
+        // From an address, never a name: Pingora's `HttpPeer::new` panics on a lookup that
+        // fails, and a lookup here would wait on the DNS in the request's path.
+        let mut peer = HttpPeer::new(address, o.tls, o.sni.clone());
         peer.options.connection_timeout = Some(o.connect_timeout);
         peer.options.read_timeout = Some(o.read_timeout);
         peer.options.write_timeout = Some(o.write_timeout);
@@ -507,6 +530,21 @@ impl ProxyHttp for WaitroomProxy {
             .origin_room(ctx)
             .map(|front| InFlight::new(&front.metrics.origin_inflight));
         Ok(Box::new(peer))
+    }
+
+    /// Runs when connecting to the origin failed: tried again on its next address while this
+    /// request has not tried them all (nothing was sent yet, so any request may be retried).
+    fn fail_to_connect(
+        &self,
+        _session: &mut Session,
+        _peer: &HttpPeer,
+        ctx: &mut Self::CTX,
+        mut e: Box<Error>,
+    ) -> Box<Error> {
+        if ctx.origin_tries < self.addresses.count() {
+            e.set_retry(true);
+        }
+        e
     }
 
     /// Runs on the copy of the request that goes to the origin: what the gate decided on is

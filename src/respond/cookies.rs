@@ -57,7 +57,8 @@ impl CookieJar {
             .sign_pass(pass)
             .map_err(|e| log::error!("{e}"))
             .ok()?;
-        let max_age = (pass.expires_at - self.clock.now_ms()).max(0) / 1000 + 1;
+        // The expiry is the store's answer: a damaged one must not overflow the subtraction.
+        let max_age = pass.expires_at.saturating_sub(self.clock.now_ms()).max(0) / 1000 + 1;
         Some(self.set_cookie(raw, max_age))
     }
 
@@ -109,5 +110,15 @@ mod tests {
         };
         let set = jar.pass(&pass).unwrap();
         assert!(set.contains("Max-Age=301"), "{set}");
+        // An expiry from a damaged store: an expired cookie, not an overflow.
+        let damaged = Pass {
+            expires_at: i64::MIN,
+            ..pass
+        };
+        let set = jar.pass(&damaged).unwrap();
+        assert!(
+            set.contains("Max-Age=1;") || set.ends_with("Max-Age=1"),
+            "{set}"
+        );
     }
 }

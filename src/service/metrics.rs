@@ -73,6 +73,8 @@ pub const NAMES: &[&str] = &[
     "waitroom_body_timeouts_total",
     "waitroom_client_address_unparsed_total",
     "waitroom_upgrades_refused_total",
+    "waitroom_origin_resolve_failures_total",
+    "waitroom_origin_addresses",
 ];
 
 /// The histograms among `NAMES`.
@@ -80,8 +82,9 @@ pub const HISTOGRAMS: &[&str] = &["waitroom_wait_seconds", "waitroom_origin_seco
 
 /// Every `kind` of `waitroom_upstream_errors_total`: what the proxy's `fail_to_proxy` counts
 /// (an origin that refused or dropped the connection, a failed TLS handshake, a timeout, an
-/// error status). Each series exists from the start at 0, so the first failure shows in `rate()`.
-pub const UPSTREAM_ERROR_KINDS: [&str; 4] = ["connect", "tls", "timeout", "status"];
+/// error status), or no address known for the origin's name (`resolve`). Each series exists from
+/// the start at 0, so the first failure shows in `rate()`.
+pub const UPSTREAM_ERROR_KINDS: [&str; 5] = ["connect", "tls", "timeout", "status", "resolve"];
 
 /// Every `reason` of `waitroom_event_streams_refused_total`, in the order of the proxy's
 /// `events::Refused`: the visitor's share (a ticket's few tabs), the client address's
@@ -128,7 +131,7 @@ pub struct Metrics {
     /// New tickets refused by the per-address limit: too fast, or too many in line.
     pub refused_too_fast: IntCounter,
     pub refused_too_many_live: IntCounter,
-    upstream_errors: [IntCounter; 4],
+    upstream_errors: [IntCounter; UPSTREAM_ERROR_KINDS.len()],
     origin_responses: [IntCounter; 5],
     pub origin_seconds: Histogram,
     pub store_errors: IntCounter,
@@ -157,6 +160,16 @@ pub struct Metrics {
     pub client_address_unparsed: IntCounter,
     /// Upgrades refused, by `UPGRADE_REFUSALS` stage.
     pub upgrades_refused: [IntCounter; 2],
+}
+
+/// The origin's name as looked up in the background (`service::origin`): one origin for every
+/// room, so not labelled by room.
+#[derive(Clone)]
+pub struct OriginMetrics {
+    /// Lookups of the origin's name that failed (the last good addresses were kept).
+    pub resolve_failures: IntCounter,
+    /// The addresses the origin's name has now (0: forwarded requests get the 502 page).
+    pub addresses: IntGauge,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -206,6 +219,7 @@ pub struct MetricsRegistry {
     body_timeouts: IntCounterVec,
     client_address_unparsed: IntCounterVec,
     upgrades_refused: IntCounterVec,
+    origin: OriginMetrics,
 }
 
 impl Default for MetricsRegistry {
@@ -245,6 +259,18 @@ impl MetricsRegistry {
             &["room"],
         ));
         must(registry.register(Box::new(order_tau.clone())));
+        let origin = OriginMetrics {
+            resolve_failures: must(IntCounter::new(
+                "waitroom_origin_resolve_failures_total",
+                "Lookups of origin.address's name that failed (the last good addresses are kept)",
+            )),
+            addresses: must(IntGauge::new(
+                "waitroom_origin_addresses",
+                "Addresses known for the origin (0: forwarded requests get the 502 page)",
+            )),
+        };
+        must(registry.register(Box::new(origin.resolve_failures.clone())));
+        must(registry.register(Box::new(origin.addresses.clone())));
         #[cfg(target_os = "linux")]
         must(registry.register(Box::new(
             prometheus::process_collector::ProcessCollector::for_self(),
@@ -306,7 +332,7 @@ impl MetricsRegistry {
             ),
             upstream_errors: counter(
                 "waitroom_upstream_errors_total",
-                "Requests the origin failed (connect, tls, timeout, status)",
+                "Requests the origin failed (connect, tls, timeout, status, resolve)",
                 &["room", "kind"],
             ),
             origin_responses: counter(
@@ -407,8 +433,14 @@ impl MetricsRegistry {
                  origin answered 502 (response)",
                 &["room", "stage"],
             ),
+            origin,
             registry,
         }
+    }
+
+    /// The origin's series (one origin for every room).
+    pub fn origin(&self) -> OriginMetrics {
+        self.origin.clone()
     }
 
     /// One room's series. Labelled series that can happen are there from the start, at 0:

@@ -32,6 +32,9 @@ use crate::service::demo_shop::DemoShop;
 use crate::service::lifecycle::{Signals, write_pid_file};
 use crate::service::limits::{OpenFiles, raise_open_files};
 use crate::service::metrics::MetricsRegistry;
+use crate::service::origin::{
+    OriginAddresses, OriginResolver, Resolve, ResolveError, SystemResolver,
+};
 use crate::service::reload::Reloader;
 use crate::service::tls::{TlsError, check_ca_file, check_listener, install_crypto_provider};
 use crate::store::memory::MemoryStore;
@@ -66,6 +69,11 @@ pub enum StartError {
     Turnstile(#[from] ClientError),
     #[error("cannot read the open-file limit: {0}")]
     OpenFiles(#[from] nix::Error),
+    #[error("origin.address {address:?} does not resolve: {reason}")]
+    OriginUnresolved {
+        address: String,
+        reason: ResolveError,
+    },
 }
 
 /// What differs between production and a test run.
@@ -77,6 +85,11 @@ pub struct RunOptions {
     pub redis_follows_clock: bool,
     /// Take the listening sockets over from the running process (`--upgrade`).
     pub upgrade: bool,
+    /// Looks up the origin's name (the system's resolver; a scripted one in tests).
+    pub resolver: Arc<dyn Resolve>,
+    /// An origin whose name does not resolve stops the start. Off only in tests of a proxy
+    /// that never knew an address for its origin.
+    pub origin_must_resolve: bool,
 }
 
 impl Default for RunOptions {
@@ -86,6 +99,8 @@ impl Default for RunOptions {
             seed: rand::random(),
             redis_follows_clock: false,
             upgrade: false,
+            resolver: Arc::new(SystemResolver),
+            origin_must_resolve: true,
         }
     }
 }
@@ -100,6 +115,32 @@ pub fn check_files(config: &Config) -> Result<(), StartError> {
         check_ca_file(ca_file)?;
     }
     Ok(())
+}
+
+/// The origin's addresses, looked up once now: a name that does not resolve would otherwise
+/// only show as a 502 for every admitted visitor. Without `must_resolve` (tests only), a proxy
+/// starts knowing none.
+fn resolve_origin(
+    config: &Config,
+    resolver: &dyn Resolve,
+    metrics: &MetricsRegistry,
+    must_resolve: bool,
+) -> Result<OriginAddresses, StartError> {
+    let unresolved = |reason| StartError::OriginUnresolved {
+        address: config.origin.address.clone(),
+        reason,
+    };
+    let origin =
+        OriginAddresses::new(&config.origin.address, metrics.origin()).map_err(unresolved)?;
+    match origin.refresh(resolver) {
+        Err(reason) if must_resolve => Err(unresolved(reason)),
+        _ => Ok(origin),
+    }
+}
+
+/// `--test` looks the origin's name up as the start does.
+pub fn check_origin(config: &Config) -> Result<(), StartError> {
+    resolve_origin(config, &SystemResolver, &MetricsRegistry::new(), true).map(drop)
 }
 
 /// Pingora retries a busy port for 30 s and then fails inside a task: check first, fail fast.
@@ -255,6 +296,13 @@ pub fn build(
 ) -> Result<(Server, Parts, StoreRuntime), StartError> {
     install_crypto_provider();
     check_files(config)?;
+    let metrics = Arc::new(MetricsRegistry::new());
+    let origin = Arc::new(resolve_origin(
+        config,
+        options.resolver.as_ref(),
+        &metrics,
+        options.origin_must_resolve,
+    )?);
     let demo = demo_origin_address(config)?;
     if options.upgrade {
         // The old process holds the ports: they come over the upgrade socket.
@@ -312,7 +360,6 @@ pub fn build(
         open_files.hard
     );
     let clock = options.clock.clone();
-    let metrics = Arc::new(MetricsRegistry::new());
     let turnstile = config
         .turnstile
         .as_ref()
@@ -442,6 +489,7 @@ pub fn build(
                     &config.hosts,
                 ),
                 origin: config.origin.clone(),
+                addresses: origin.clone(),
                 access_log: config.log.access,
                 trusted_proxies: config.trusted_proxies.clone(),
                 tls: config.tls.is_some(),
@@ -511,6 +559,16 @@ pub fn build(
     server.add_service(proxy);
     server.add_service(admin);
     server.add_service(background);
+    if origin.is_named() {
+        server.add_service(GenBackgroundService::new(
+            "waitroom origin resolver".to_owned(),
+            Arc::new(OriginResolver::new(
+                origin,
+                options.resolver.clone(),
+                config.origin.resolve_interval,
+            )),
+        ));
+    }
     if let Some(address) = demo {
         let mut shop = Service::new("demo shop".to_owned(), DemoShop);
         shop.threads = Some(1);

@@ -212,6 +212,7 @@ impl TestProxy {
                 seed: 7,
                 redis_follows_clock: false,
                 upgrade: false,
+                ..RunOptions::default()
             },
         )
         .unwrap();

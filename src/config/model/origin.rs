@@ -20,6 +20,8 @@ pub struct OriginConfig {
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
     pub write_timeout: Duration,
+    /// How often the host of `address` is looked up again (not for a literal address).
+    pub resolve_interval: Duration,
     pub serve_demo_shop: bool,
     pub protected_responses: ProtectedResponses,
 }
@@ -72,6 +74,7 @@ pub(crate) fn origin(
         connect_timeout: duration("origin.connect_timeout", &origin.connect_timeout)?,
         read_timeout: duration("origin.read_timeout", &origin.read_timeout)?,
         write_timeout: duration("origin.write_timeout", &origin.write_timeout)?,
+        resolve_interval: resolve_interval(&origin.resolve_interval)?,
         serve_demo_shop: origin.serve_demo_shop,
         protected_responses: choice(
             "origin.protected_responses",
@@ -82,4 +85,21 @@ pub(crate) fn origin(
             ],
         )?,
     })
+}
+
+/// Shorter than this would only load the DNS: a name's records rarely live under a second.
+const MIN_RESOLVE_INTERVAL: Duration = Duration::from_secs(1);
+/// Longer would keep a moved origin's old address for a day: and a timer that far out is where
+/// arithmetic on instants overflows.
+const MAX_RESOLVE_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+
+fn resolve_interval(text: &str) -> Result<Duration, ConfigError> {
+    let every = duration("origin.resolve_interval", text)?;
+    if !(MIN_RESOLVE_INTERVAL..=MAX_RESOLVE_INTERVAL).contains(&every) {
+        return Err(invalid(
+            "origin.resolve_interval",
+            format!("{text:?} is not between 1s and 1d"),
+        ));
+    }
+    Ok(every)
 }

@@ -110,6 +110,24 @@ mod tests {
     }
 
     #[test]
+    fn counts_past_u64_in_a_stored_window_saturate_instead_of_overflowing() {
+        let max = u64::MAX.to_string();
+        let fields: Vec<String> = [
+            "requests", &max, "errors", &max, "b:3", &max, "b:4", &max, "b:4", "1",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut window = decode(0, fields).unwrap();
+        assert_eq!(window.latency.count(), u64::MAX);
+        let other = window.clone();
+        window.merge(&other);
+        assert_eq!(window.requests, u64::MAX);
+        assert_eq!(window.errors, u64::MAX);
+        assert_eq!(window.latency.count(), u64::MAX);
+        assert!(window.latency.quantile(950).is_some());
+    }
+
+    #[test]
     fn garbage_in_a_window_is_corrupt() {
         for fields in [
             vec!["requests", "-1"],
