@@ -685,3 +685,41 @@ async fn a_suspension_held_during_an_outage_is_laid_over_what_another_instance_s
     let now = b.gate.settings.now();
     assert!(now.suspended && now.total_active_users == 9);
 }
+
+#[tokio::test]
+async fn a_visitor_called_before_an_outage_may_claim_its_turn_after_it() {
+    let b = bench(
+        "total_active_users = 1\nnew_users_per_minute = 6000\nclaim_window = \"4s\"\n\
+         abandon_after = \"10m\"\nsession_duration = \"1h\"",
+        "",
+    );
+    let mut inside = Visitor::default();
+    let Decision::Forward(Forward {
+        pass: Some(pass), ..
+    }) = b.visit(&mut inside).await
+    else {
+        panic!("the room is empty");
+    };
+    let mut first = Visitor::default();
+    assert_eq!(position(&b.visit(&mut first).await), Some(1));
+    let mut second = Visitor::default();
+    assert_eq!(position(&b.visit(&mut second).await), Some(2));
+    b.admission.tick().await;
+    b.gate.end_pass(&pass.id).await.unwrap();
+    // The round calls the first; before it polls again, the store goes away for longer than
+    // its claim window.
+    b.admission.tick().await;
+    b.take_down(true);
+    b.clock.advance(Duration::from_secs(10));
+    b.admission.tick().await;
+    b.take_down(false);
+    b.admission.tick().await;
+    assert_eq!(
+        outcome(&b.visit(&mut first).await),
+        Outcome::Admitted,
+        "called before the outage, it claims its turn after it"
+    );
+    b.clock.advance(Duration::from_secs(5));
+    b.admission.tick().await;
+    assert_eq!(position(&b.visit(&mut second).await), Some(1));
+}

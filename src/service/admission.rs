@@ -64,6 +64,11 @@ pub struct RoomLoop {
     /// Keys the admin API changed while the store was unreachable (`suspended`, `queue_all`),
     /// with the values applied here: written to the store once it answers.
     pending: Mutex<Map<String, Value>>,
+    /// When this instance first saw the store fail, while it fails (0 while it answers).
+    outage_since: AtomicI64,
+    /// No admission round before then: calls made before an outage are given a claim window
+    /// after it (see `tick`).
+    claims_held_until: AtomicI64,
     /// One writer of the room's settings at a time (the admin API, a reload, the loop writing
     /// what is pending or applying what another instance saved), so that a change held during
     /// an outage is never overwritten by a copy read before it.
@@ -184,6 +189,8 @@ impl RoomLoop {
             ),
             last_counts: Mutex::new(None),
             pending: Mutex::new(Map::new()),
+            outage_since: AtomicI64::new(0),
+            claims_held_until: AtomicI64::new(0),
             writing: tokio::sync::Mutex::new(()),
         }
     }
@@ -366,6 +373,36 @@ impl RoomLoop {
         Ok(())
     }
 
+    /// Visitors called just before the store went away could not claim their turn while it
+    /// was away, and the first round after it would drop them as no-shows (a failover measured
+    /// two of forty sent to the back). So when the store answers again, admission rounds wait
+    /// one `claim_window`: the called claim their turn with their next poll, which needs no
+    /// round, and the round after that drops only who really did not come back.
+    fn hold_claims_after_an_outage(&self, store_answered: bool, now: Millis) {
+        if !store_answered {
+            let _ = self.outage_since.compare_exchange(
+                0,
+                now.max(1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            return;
+        }
+        let since = self.outage_since.swap(0, Ordering::Relaxed);
+        if since == 0 {
+            return;
+        }
+        let window = self.settings.now().limits().claim_window_ms;
+        self.claims_held_until
+            .store(now + window, Ordering::Relaxed);
+        log::info!(
+            "room {}: the store answers again after {} ms: admission rounds wait {window} ms so \
+             that visitors called before the outage can claim their turn",
+            self.id,
+            now - since
+        );
+    }
+
     async fn admit(&self, fence: u64) -> Result<(), StoreError> {
         let limits = self.settings.now().limits();
         let report = self.store.admission_round(&limits, fence).await?;
@@ -452,7 +489,9 @@ impl RoomLoop {
             None => self.sync_settings().await,
         };
         self.health.note(&synced);
-        if let Some(fence) = fence {
+        self.hold_claims_after_an_outage(synced.is_ok(), now);
+        let held = now < self.claims_held_until.load(Ordering::Relaxed);
+        if let Some(fence) = fence.filter(|_| !held) {
             let admitted = self.admit(fence).await;
             self.metrics.leader.set(i64::from(admitted.is_ok()));
             self.health.note(&admitted);
