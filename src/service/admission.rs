@@ -14,11 +14,12 @@ use async_trait::async_trait;
 use pingora_core::server::ShutdownWatch;
 use pingora_core::services::background::BackgroundService;
 
-use crate::clock::{Millis, SharedClock};
+use crate::clock::{Millis, SharedClock, rfc3339_ms};
 use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
 use crate::core::room::RoomCounts;
+use crate::room::changes::{self, Change, Changes, Saved};
 use crate::room::{LiveSettings, Pilot, Pollers, Pulse, Room, RoomView, StoreHealth, ViewCell};
 use crate::service::autopilot::RoomPilotLoop;
 use crate::service::metrics::Metrics;
@@ -57,6 +58,14 @@ pub struct RoomLoop {
     quiet_until: AtomicI64,
     pilot: Arc<Pilot>,
     autopilot: RoomPilotLoop,
+    /// The file's settings for this room and how the live ones came to differ from them.
+    record: Mutex<Record>,
+}
+
+struct Record {
+    /// As the file read at start or at the last reload says.
+    file: Arc<RoomSection>,
+    changes: Changes,
 }
 
 impl AdmissionLoop {
@@ -129,6 +138,11 @@ impl RoomLoop {
             pollers: room.pollers.clone(),
             pulse: room.pulse.clone(),
             settings_version: AtomicU64::new(0),
+            // Built before the first tick applies anything saved: configured is the file's.
+            record: Mutex::new(Record {
+                file: Arc::new(room.settings.configured().section.clone()),
+                changes: Changes::new(),
+            }),
             estimator: Mutex::new(RateEstimator::default()),
             last_heartbeat: AtomicI64::new(0),
             quiet_until: AtomicI64::new(0),
@@ -154,21 +168,89 @@ impl RoomLoop {
     }
 
     /// Saves validated settings in the store (so every instance, and the next start, applies
-    /// them) and applies them here at once. Returns the effective [room] section.
+    /// them) and applies them here at once. `by` names the request, for the record and the log.
+    /// Returns the effective [room] section.
     pub async fn publish_settings(
         &self,
         settings: RoomSettings,
+        by: &str,
+    ) -> Result<RoomSection, StoreError> {
+        self.publish(settings, by, None).await
+    }
+
+    /// A reload: `file` is what the file says now, `settings` what runs from now on (the file,
+    /// and the events added live that it kept).
+    pub async fn publish_reload(
+        &self,
+        settings: RoomSettings,
+        file: RoomSection,
+    ) -> Result<RoomSection, StoreError> {
+        self.publish(settings, "reload from the file", Some(file))
+            .await
+    }
+
+    async fn publish(
+        &self,
+        settings: RoomSettings,
+        by: &str,
+        file: Option<RoomSection>,
     ) -> Result<RoomSection, StoreError> {
         let section = settings.section.clone();
-        let json = serde_json::to_string(&section)
-            .map_err(|e| StoreError::Corrupt(format!("cannot encode settings: {e}")))?;
+        let previous = self.settings.configured();
+        let (file, earlier) = {
+            let record = self.record();
+            (
+                file.map(Arc::new).unwrap_or_else(|| record.file.clone()),
+                record.changes.clone(),
+            )
+        };
+        let change = Change {
+            at: rfc3339_ms(self.clock.now_ms()),
+            by: by.to_owned(),
+        };
+        let touched = changes::differences(&previous.section, &section);
+        let changes = changes::record(&earlier, &previous.section, &section, &file, &change);
+        let json = Saved {
+            room: section.clone(),
+            changes: changes.clone(),
+        }
+        .encode()
+        .map_err(|e| StoreError::Corrupt(format!("cannot encode settings: {e}")))?;
         let saved = self.store.save_settings(&json).await;
         self.health.note(&saved);
         let version = saved?;
         self.settings_version.fetch_max(version, Ordering::Relaxed);
+        {
+            let mut record = self.record();
+            record.file = file;
+            record.changes = changes;
+        }
         self.settings.apply(settings);
-        log::info!("room settings changed live (version {version})");
+        log::info!(
+            "room {} settings changed by {by} (version {version}): {}",
+            self.id,
+            changes::key_list(&touched)
+        );
         Ok(section)
+    }
+
+    fn record(&self) -> std::sync::MutexGuard<'_, Record> {
+        self.record.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The settings as configured now (the file and the live changes), as the file writes them.
+    pub fn settings_section(&self) -> RoomSection {
+        self.settings.configured().section.clone()
+    }
+
+    /// What the file says for this room (as read at start or at the last reload).
+    pub fn file_section(&self) -> Arc<RoomSection> {
+        self.record().file.clone()
+    }
+
+    /// When and how each key that differs from the file was last changed.
+    pub fn changes(&self) -> Changes {
+        self.record().changes.clone()
     }
 
     /// Applies settings another instance (or an earlier run) saved.
@@ -179,13 +261,35 @@ impl RoomLoop {
         if saved.version <= self.settings_version() {
             return Ok(());
         }
-        let parsed = serde_json::from_str::<RoomSection>(&saved.json)
+        let parsed = Saved::decode(&saved.json)
             .map_err(|e| e.to_string())
-            .and_then(|section| RoomSettings::from_section(&section).map_err(|e| e.to_string()));
+            .and_then(|record| {
+                RoomSettings::from_section(&record.room)
+                    .map(|settings| (settings, record.changes))
+                    .map_err(|e| e.to_string())
+            });
         match parsed {
-            Ok(settings) => {
+            Ok((settings, changes)) => {
+                let touched =
+                    changes::differences(&self.settings.configured().section, &settings.section);
+                let file = self.file_section();
+                let differ = changes::differences(&file, &settings.section);
+                self.record().changes = changes;
                 self.settings.apply(settings);
-                log::info!("applied room settings version {}", saved.version);
+                // A restart applies what was saved live over the file: say which keys, or the
+                // file and what runs seem to disagree for no reason.
+                log::info!(
+                    "room {}: applied room settings version {} from the store: {}; differs from \
+                     the file in: {}",
+                    self.id,
+                    saved.version,
+                    changes::key_list(&touched),
+                    if differ.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        differ.join(", ")
+                    }
+                );
             }
             // Never stop admitting over a bad record: keep what runs and say so once.
             Err(e) => log::error!(

@@ -34,7 +34,9 @@ pub use pass::{DEFAULT_MAX_NETWORKS, DEFAULT_MAX_REQUESTS_PER_MINUTE, PassConfig
 pub(crate) use room::check_room_id;
 pub use room::{EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch};
 pub use rooms::RoomConfig;
-pub use secrets::{ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES};
+pub use secrets::{
+    ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES, mask_room,
+};
 pub use store::{Backend, ENV_REDIS_URL, OnStoreError, StoreConfig, masked_url};
 pub use turnstile::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMode};
 
