@@ -1,0 +1,158 @@
+#![allow(clippy::unwrap_used)]
+//! What runs is what you can see (issue 23 item 5): `GET /admin/config` shows each key changed
+//! live with the file's value and when and how; a reload keeps the events added live; PUT, like
+//! PATCH, refuses a body that is not JSON.
+
+mod common;
+
+use common::proxy::{ADMIN_TOKEN, TestProxy};
+use waitroom::clock::{Clock, SystemClock, rfc3339_ms};
+
+const MINUTE: i64 = 60_000;
+
+async fn admin(
+    proxy: &TestProxy,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{}{path}", proxy.admin))
+        .bearer_auth(ADMIN_TOKEN);
+    if let Some(body) = body {
+        req = req
+            .header("content-type", "application/merge-patch+json")
+            .body(body.to_string());
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(serde_json::Value::Null))
+}
+
+fn override_of<'a>(config: &'a serde_json::Value, key: &str) -> Option<&'a serde_json::Value> {
+    config["overrides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["key"] == key)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_shows_in_get_config_with_the_files_value_and_when() {
+    let proxy = TestProxy::start("total_active_users = 1\nnew_users_per_minute = 100");
+    let (status, config) = admin(&proxy, reqwest::Method::GET, "/admin/config", None).await;
+    assert_eq!(status, 200, "{config}");
+    assert_eq!(config["settings"]["total_active_users"], 1);
+    assert_eq!(config["overrides"], serde_json::json!([]));
+
+    let unauthorised = reqwest::Client::new()
+        .get(format!("{}/admin/config", proxy.admin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthorised.status(), 401);
+
+    let before = rfc3339_ms(proxy.clock.now_ms());
+    let (status, body) = admin(
+        &proxy,
+        reqwest::Method::PATCH,
+        "/admin/config",
+        Some(serde_json::json!({ "total_active_users": 77 })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    let (_, config) = admin(&proxy, reqwest::Method::GET, "/admin/config", None).await;
+    assert_eq!(config["settings"]["total_active_users"], 77);
+    let changed = override_of(&config, "total_active_users").unwrap_or_else(|| panic!("{config}"));
+    assert_eq!(changed["value"], 77);
+    assert_eq!(changed["file"], 1);
+    assert_eq!(changed["changed_by"], "PATCH /admin/config");
+    let at = changed["changed_at"].as_str().unwrap();
+    assert!(at >= before.as_str(), "{at} before {before}");
+    assert_eq!(config["overrides"].as_array().unwrap().len(), 1, "{config}");
+
+    // Put back to the file's value: no longer an override.
+    let (status, _) = admin(
+        &proxy,
+        reqwest::Method::PATCH,
+        "/admin/config",
+        Some(serde_json::json!({ "total_active_users": 1 })),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, config) = admin(&proxy, reqwest::Method::GET, "/admin/config", None).await;
+    assert_eq!(config["overrides"], serde_json::json!([]), "{config}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_keeps_an_event_added_live() {
+    let proxy = TestProxy::start("total_active_users = 5\nnew_users_per_minute = 100");
+    let now = SystemClock.now_ms();
+    let event = serde_json::json!({
+        "name": "late-drop",
+        "event_start_time": rfc3339_ms(now + 60 * MINUTE),
+        "event_end_time": rfc3339_ms(now + 120 * MINUTE),
+    });
+    let (status, body) = admin(&proxy, reqwest::Method::POST, "/admin/events", Some(event)).await;
+    assert_eq!(status, 201, "{body}");
+    let (_, config) = admin(&proxy, reqwest::Method::GET, "/admin/config", None).await;
+    let added = override_of(&config, "events.late-drop").unwrap_or_else(|| panic!("{config}"));
+    assert_eq!(added["file"], serde_json::Value::Null);
+    assert_eq!(added["changed_by"], "POST /admin/events");
+
+    let text = std::fs::read_to_string(&proxy.config_file).unwrap();
+    std::fs::write(
+        &proxy.config_file,
+        text.replace("total_active_users = 5", "total_active_users = 7"),
+    )
+    .unwrap();
+    let (status, body) = admin(&proxy, reqwest::Method::POST, "/admin/reload", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["room"]["total_active_users"], 7);
+    assert_eq!(
+        body["kept_live_events"],
+        serde_json::json!(["test-room: late-drop"])
+    );
+    let (_, listed) = admin(&proxy, reqwest::Method::GET, "/admin/events", None).await;
+    let names: Vec<&str> = listed["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["late-drop"], "{listed}");
+    // The file is authoritative again for everything else; the event is still its own override.
+    let (_, config) = admin(&proxy, reqwest::Method::GET, "/admin/config", None).await;
+    let overrides = config["overrides"].as_array().unwrap();
+    assert_eq!(overrides.len(), 1, "{config}");
+    assert_eq!(overrides[0]["key"], "events.late-drop");
+    assert_eq!(overrides[0]["changed_by"], "POST /admin/events");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_config_refuses_a_body_that_is_not_json() {
+    let proxy = TestProxy::start("total_active_users = 5\nnew_users_per_minute = 100");
+    for method in [reqwest::Method::PUT, reqwest::Method::PATCH] {
+        let answer = reqwest::Client::new()
+            .request(method.clone(), format!("{}/admin/config", proxy.admin))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("content-type", "text/plain")
+            .body(r#"{"total_active_users": 9}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 415, "{method}");
+    }
+    // JSON is still taken by PUT, the alias.
+    let answer = reqwest::Client::new()
+        .put(format!("{}/admin/config", proxy.admin))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "application/json")
+        .body(r#"{"total_active_users": 9}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(proxy.state().await["total_active_users"], 5 + 4);
+}
