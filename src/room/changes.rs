@@ -167,7 +167,7 @@ mod tests {
 
     fn section(extra: &str) -> RoomSection {
         let text = format!(
-            "[room]\nid = \"r\"\ntotal_active_users = 1\nnew_users_per_minute = 10\n{extra}"
+            "[origin]\naddress = \"127.0.0.1:3000\"\n[room]\nid = \"r\"\ntotal_active_users = 1\nnew_users_per_minute = 10\n{extra}"
         );
         match ConfigFile::parse(&text).map(|f| f.room) {
             Ok(Some(room)) => room,

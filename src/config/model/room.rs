@@ -354,7 +354,23 @@ impl RoomSettings {
                 ));
             }
         }
-        let section = merge_patch(&self.section, changes).map_err(|e| invalid("room", e))?;
+        let section = merge_patch(&self.section, changes).map_err(|whole| {
+            // serde names no key: each key alone finds the ones at fault, in the file's words.
+            let errors: Vec<ConfigError> = changes
+                .iter()
+                .filter_map(|(key, value)| {
+                    let one = serde_json::Map::from_iter([(key.clone(), value.clone())]);
+                    let message = merge_patch(&self.section, &one).err()?;
+                    let (key, reason) = super::plain_words(&format!("room.{key}"), &message);
+                    Some(invalid(&key, reason))
+                })
+                .collect();
+            if errors.is_empty() {
+                invalid("room", whole)
+            } else {
+                ConfigError::all(errors)
+            }
+        })?;
         Self::from_section(&section)
     }
 
