@@ -149,6 +149,11 @@ fn run(path: &Path, test: bool, dev: bool, upgrade: bool) -> ExitCode {
         }
         print!("{}", config.masked_toml());
         eprintln!("waitroom-proxy: {}: configuration ok", path.display());
+        for line in
+            waitroom::service::live::live_overrides(&config, waitroom::service::live::TEST_TIMEOUT)
+        {
+            eprintln!("waitroom-proxy: {}: {line}", path.display());
+        }
         return ExitCode::SUCCESS;
     }
     match waitroom::service::server::run(&config, upgrade) {

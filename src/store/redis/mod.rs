@@ -22,6 +22,7 @@ mod autopilot;
 mod calls;
 mod conn;
 mod joins;
+mod peek;
 mod revocations;
 mod scripts;
 
@@ -46,6 +47,7 @@ use crate::store::{
 use calls::{Calls, SWEEP_SHARDS_PER_ROUND, beat_shard};
 use conn::{Connections, within};
 use joins::Joins;
+pub use peek::peek_settings;
 use revocations::{Follower, Revocations};
 use scripts::corrupt;
 
