@@ -5,7 +5,9 @@
 
 mod common;
 
+use common::origin::StubOrigin;
 use common::proxy::{ADMIN_TOKEN, TestProxy};
+use common::redis_server::RedisServer;
 use waitroom::clock::{Clock, SystemClock, rfc3339_ms};
 
 const MINUTE: i64 = 60_000;
@@ -155,4 +157,58 @@ async fn put_config_refuses_a_body_that_is_not_json() {
         .unwrap();
     assert_eq!(answer.status(), 200);
     assert_eq!(proxy.state().await["total_active_users"], 5 + 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_test_flag_prints_the_live_overrides_saved_in_redis() {
+    let redis = RedisServer::start();
+    let origin = StubOrigin::start();
+    let rest = format!(
+        "[store]\nbackend = \"redis\"\nurl = \"{}\"\ncommand_timeout = \"500ms\"\n\
+         connect_timeout = \"1s\"\n",
+        redis.url()
+    );
+    let proxy = TestProxy::start_real_time(
+        &origin,
+        "total_active_users = 5\nnew_users_per_minute = 100",
+        &rest,
+    );
+    let check = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
+            .arg("--config")
+            .arg(&proxy.config_file)
+            .arg("--test")
+            .output()
+            .unwrap()
+    };
+    let before = check();
+    assert!(before.status.success());
+    let said = String::from_utf8_lossy(&before.stderr).into_owned();
+    assert!(!said.contains("override the file"), "{said}");
+
+    let (status, body) = admin(
+        &proxy,
+        reqwest::Method::PATCH,
+        "/admin/config",
+        Some(serde_json::json!({ "total_active_users": 77 })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let after = check();
+    assert!(after.status.success());
+    let said = String::from_utf8_lossy(&after.stderr).into_owned();
+    assert!(
+        said.contains("room.total_active_users: 77 live, 5 in the file (PATCH /admin/config at"),
+        "{said}"
+    );
+
+    // Redis gone: said, and the file is still valid.
+    drop(redis);
+    let unreachable = check();
+    assert!(unreachable.status.success());
+    let said = String::from_utf8_lossy(&unreachable.stderr).into_owned();
+    assert!(
+        said.contains("live settings: cannot read them from the store"),
+        "{said}"
+    );
 }

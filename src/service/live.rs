@@ -18,6 +18,8 @@ pub fn live_overrides(config: &Config, timeout: Duration) -> Vec<String> {
     let Backend::Redis { url } = &config.store.backend else {
         return Vec::new();
     };
+    // A rediss:// URL needs it, as at start.
+    crate::service::tls::install_crypto_provider();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

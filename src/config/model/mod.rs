@@ -327,6 +327,9 @@ impl Config {
         else {
             return Err(ConfigError::all(errors));
         };
+        if !errors.is_empty() {
+            return Err(ConfigError::all(errors));
+        }
         if rooms.iter().any(|r| r.route.host.is_none()) && !listen.hosts.is_empty() {
             warnings.push(
                 "listen.hosts has no effect while a room has no host: every host is served".into(),

@@ -206,6 +206,11 @@ pub fn plain(key: &str, message: &str) -> (String, String) {
             format!("{key}.{field}")
         }
     };
+    // Through a flattened table (`[[rooms]]`) serde names the field in the message instead.
+    if let Some((message, field)) = message.split_once("\nin `") {
+        let field = field.split('`').next().unwrap_or(field);
+        return plain(&join(field), message);
+    }
     if let Some(field) = between(message, "missing field `", "`") {
         return (join(field), "is required".to_owned());
     }
@@ -214,10 +219,12 @@ pub fn plain(key: &str, message: &str) -> (String, String) {
             .split_once("expected one of ")
             .map(|(_, list)| format!(" (the keys here: {})", list.replace('`', "")))
             .unwrap_or_default();
-        return (
-            key.to_owned(),
-            format!("is not a known key, a misspelling?{known}"),
-        );
+        // Found by its place it is the key itself; through a flattened table, the table.
+        let key = match between(message, "unknown field `", "`") {
+            Some(field) if !key.ends_with(field) => join(field),
+            _ => key.to_owned(),
+        };
+        return (key, format!("is not a known key, a misspelling?{known}"));
     }
     let rest = message
         .strip_prefix("invalid value: ")
