@@ -212,3 +212,26 @@ async fn the_test_flag_prints_the_live_overrides_saved_in_redis() {
         "{said}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_patch_names_each_key_in_the_files_words() {
+    let proxy = TestProxy::start("total_active_users = 5\nnew_users_per_minute = 100");
+    let (status, body) = admin(
+        &proxy,
+        reqwest::Method::PATCH,
+        "/admin/config",
+        Some(serde_json::json!({ "total_active_users": -5, "queue_all": "yes" })),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("room.total_active_users: must be a whole number of at least 1, got -5"),
+        "{error}"
+    );
+    assert!(
+        error.contains("room.queue_all: must be true or false, got the string \"yes\""),
+        "{error}"
+    );
+    assert_eq!(proxy.state().await["total_active_users"], 5);
+}
