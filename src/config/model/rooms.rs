@@ -41,6 +41,9 @@ struct Place<'a> {
 impl Place<'_> {
     /// The error of one section as the file spells its key.
     fn rename(&self, error: ConfigError) -> ConfigError {
+        if let ConfigError::Many(errors) = error {
+            return ConfigError::Many(errors.into_iter().map(|e| self.rename(e)).collect());
+        }
         let ConfigError::Invalid { key, reason } = error else {
             return error;
         };
