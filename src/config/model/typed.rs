@@ -22,7 +22,7 @@ pub(crate) fn read(text: &str) -> (Option<ConfigFile>, Vec<ConfigError>) {
     let mut errors = Vec::new();
     while errors.len() < MAX_ERRORS {
         let bad = match next_error(&text) {
-            Next::Read(file) => return (Some(file), errors),
+            Next::Read(file) => return (Some(*file), errors),
             Next::Unreadable(error) => {
                 errors.push(error);
                 return (None, errors);
@@ -71,7 +71,7 @@ struct Bad {
 }
 
 enum Next {
-    Read(ConfigFile),
+    Read(Box<ConfigFile>),
     Bad(Bad),
     /// A syntax error, or one that names no key.
     Unreadable(ConfigError),
@@ -79,7 +79,7 @@ enum Next {
 
 fn next_error(text: &str) -> Next {
     let error = match toml::from_str::<ConfigFile>(text) {
-        Ok(file) => return Next::Read(file),
+        Ok(file) => return Next::Read(Box::new(file)),
         Err(error) => error,
     };
     // A syntax error: the document has no keys to name, toml's message shows the line.
