@@ -234,4 +234,32 @@ async fn a_bad_patch_names_each_key_in_the_files_words() {
         "{error}"
     );
     assert_eq!(proxy.state().await["total_active_users"], 5);
+
+    // The events API says the same.
+    let now = SystemClock.now_ms();
+    let event = serde_json::json!({
+        "name": "drop",
+        "event_start_time": rfc3339_ms(now + 60 * MINUTE),
+        "event_end_time": rfc3339_ms(now + 120 * MINUTE),
+        "total_active_users": -5,
+        "new_users_per_minute": 10,
+    });
+    let (status, body) = admin(&proxy, reqwest::Method::POST, "/admin/events", Some(event)).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"],
+        "room.events[0].total_active_users: must be a whole number of at least 1, got -5"
+    );
+    let (status, body) = admin(
+        &proxy,
+        reqwest::Method::POST,
+        "/admin/events",
+        Some(serde_json::json!({ "name": "drop" })),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"],
+        "room.events[0].event_start_time: is required"
+    );
 }

@@ -33,7 +33,9 @@ pub use origin::{OriginConfig, ProtectedResponses};
 pub(crate) use pass::same_site;
 pub use pass::{DEFAULT_MAX_NETWORKS, DEFAULT_MAX_REQUESTS_PER_MINUTE, PassConfig, SameSite};
 pub(crate) use room::check_room_id;
-pub use room::{EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch};
+pub use room::{
+    EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch, merge_patch_named, new_event,
+};
 pub use rooms::RoomConfig;
 pub use secrets::{
     ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES, mask_room,

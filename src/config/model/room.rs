@@ -354,23 +354,7 @@ impl RoomSettings {
                 ));
             }
         }
-        let section = merge_patch(&self.section, changes).map_err(|whole| {
-            // serde names no key: each key alone finds the ones at fault, in the file's words.
-            let errors: Vec<ConfigError> = changes
-                .iter()
-                .filter_map(|(key, value)| {
-                    let one = serde_json::Map::from_iter([(key.clone(), value.clone())]);
-                    let message = merge_patch(&self.section, &one).err()?;
-                    let (key, reason) = super::plain_words(&format!("room.{key}"), &message);
-                    Some(invalid(&key, reason))
-                })
-                .collect();
-            if errors.is_empty() {
-                invalid("room", whole)
-            } else {
-                ConfigError::all(errors)
-            }
-        })?;
+        let section = merge_patch_named(&self.section, changes, "room")?;
         Self::from_section(&section)
     }
 
@@ -408,6 +392,70 @@ where
         serde_json::to_value(current).map_err(|e| format!("cannot be serialised: {e}"))?;
     json_patch::merge(&mut merged, &serde_json::Value::Object(changes.clone()));
     serde_json::from_value(merged).map_err(|e| e.to_string())
+}
+
+/// [`merge_patch`] with its errors named `{prefix}.{key}` in the file's words: serde names no
+/// key, so each key alone finds the ones at fault.
+pub fn merge_patch_named<T>(
+    current: &T,
+    changes: &serde_json::Map<String, serde_json::Value>,
+    prefix: &str,
+) -> Result<T, ConfigError>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    merge_patch(current, changes).map_err(|whole| {
+        let errors: Vec<ConfigError> = changes
+            .iter()
+            .filter_map(|(key, value)| {
+                let one = serde_json::Map::from_iter([(key.clone(), value.clone())]);
+                let message = merge_patch(current, &one).err()?;
+                let (key, reason) = super::plain_words(&format!("{prefix}.{key}"), &message);
+                Some(invalid(&key, reason))
+            })
+            .collect();
+        if errors.is_empty() {
+            let (key, reason) = super::plain_words(prefix, &whole);
+            invalid(&key, reason)
+        } else {
+            ConfigError::all(errors)
+        }
+    })
+}
+
+/// A new event from a JSON object, its errors named `{prefix}.{key}` like a change's.
+pub fn new_event(
+    body: &serde_json::Value,
+    prefix: &str,
+) -> Result<crate::config::file::EventSection, ConfigError> {
+    let serde_json::Value::Object(fields) = body else {
+        return Err(invalid(prefix, "must be a JSON object of event keys"));
+    };
+    // Any error but a missing key is found against an event that has every required one.
+    let base = crate::config::file::EventSection {
+        name: String::new(),
+        description: None,
+        prequeue_start_time: None,
+        event_start_time: String::new(),
+        event_end_time: String::new(),
+        shuffle_at_event_start: false,
+        suspended: false,
+        total_active_users: None,
+        new_users_per_minute: None,
+        session_duration: None,
+        disable_session_renewal: None,
+        queueing_method: None,
+        heading: None,
+        message: None,
+    };
+    match serde_json::from_value(body.clone()) {
+        Ok(event) => Ok(event),
+        Err(e) if e.to_string().starts_with("missing field") => {
+            let (key, reason) = super::plain_words(prefix, &e.to_string());
+            Err(invalid(&key, reason))
+        }
+        Err(_) => merge_patch_named(&base, fields, prefix),
+    }
 }
 
 fn crawler_ranges(s: &RoomSection) -> Result<Vec<(String, Cidr)>, ConfigError> {

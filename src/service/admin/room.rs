@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::{ListenerState, error, read_body, read_json, reloaded};
 use crate::config::RoomSettings;
 use crate::config::file::EventSection;
-use crate::config::model::{mask_room, merge_patch};
+use crate::config::model::{mask_room, merge_patch_named, new_event};
 use crate::core::schedule::Phase;
 use crate::gate::Gate;
 use crate::respond::reply::Reply;
@@ -209,9 +209,14 @@ impl RoomAdmin {
         let mut section = self.settings.configured().section.clone();
         let (status, answer) = match change {
             EventChange::Add => {
-                let event: EventSection = match read_json(session).await {
-                    Ok(event) => event,
+                let body: serde_json::Value = match read_json(session).await {
+                    Ok(body) => body,
                     Err(reply) => return reply,
+                };
+                let at = format!("room.events[{}]", section.events.len());
+                let event = match new_event(&body, &at) {
+                    Ok(event) => event,
+                    Err(e) => return error(400, e.to_string()),
                 };
                 if find(&section.events, &event.name).is_some() {
                     return error(409, format!("an event named {:?} exists", event.name));
@@ -230,9 +235,10 @@ impl RoomAdmin {
                 let serde_json::Value::Object(changes) = patch else {
                     return error(400, "body must be a JSON object of event keys");
                 };
-                let event = match merge_patch(&section.events[i], &changes) {
+                let at = format!("room.events[{i}]");
+                let event = match merge_patch_named(&section.events[i], &changes, &at) {
                     Ok(event) => event,
-                    Err(e) => return error(400, format!("not an event: {e}")),
+                    Err(e) => return error(400, e.to_string()),
                 };
                 if event.name != name && find(&section.events, &event.name).is_some() {
                     return error(409, format!("an event named {:?} exists", event.name));
