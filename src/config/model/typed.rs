@@ -253,7 +253,7 @@ pub fn plain(key: &str, message: &str) -> (String, String) {
 /// The smallest value the model accepts for a key whose type alone allows 0.
 fn minimum(leaf: &str) -> u64 {
     match leaf {
-        "total_active_users" | "new_users_per_minute" | "threads" => 1,
+        "total_active_users" | "new_users_per_minute" => 1,
         _ => 0,
     }
 }
@@ -303,7 +303,7 @@ mod tests {
         );
         let all = errors(&text);
         for needle in [
-            "listen.threads: must be a whole number of at least 1, got the string \"four\"",
+            "listen.threads: must be a whole number of at least 0, got the string \"four\"",
             "room.new_users_per_minute: must be a whole number of at least 1, got 2.5",
             "room.queue_all: must be true or false, got 1",
             "room.colour: is not a known key",
