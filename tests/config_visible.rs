@@ -6,7 +6,7 @@
 mod common;
 
 use common::origin::StubOrigin;
-use common::proxy::{ADMIN_TOKEN, TestProxy};
+use common::proxy::{ADMIN_TOKEN, Sections, TestProxy};
 use common::redis_server::RedisServer;
 use waitroom::clock::{Clock, SystemClock, rfc3339_ms};
 
@@ -262,4 +262,45 @@ async fn a_bad_patch_names_each_key_in_the_files_words() {
         body["error"],
         "room.events[0].event_start_time: is required"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_config_lists_every_room_of_a_rooms_file() {
+    let origin = StubOrigin::start();
+    let rooms = "[[rooms]]\nid = \"drop\"\npath = \"/drop\"\ntotal_active_users = 2\n\
+                 new_users_per_minute = 100\nadmission_interval = \"20ms\"\n\
+                 [[rooms]]\nid = \"tickets\"\npath = \"/tickets\"\ntotal_active_users = 3\n\
+                 new_users_per_minute = 100\nadmission_interval = \"20ms\"\n";
+    let proxy = TestProxy::start_sections(
+        origin.addr,
+        origin,
+        Sections {
+            rooms: Some(rooms),
+            ..Sections::default()
+        },
+    );
+    let (status, body) = admin(
+        &proxy,
+        reqwest::Method::PATCH,
+        "/admin/rooms/tickets/config",
+        Some(serde_json::json!({ "queue_all": true })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, all) = admin(&proxy, reqwest::Method::GET, "/admin/config", None).await;
+    assert_eq!(status, 200, "{all}");
+    let rooms = all["rooms"].as_array().unwrap();
+    assert_eq!(rooms.len(), 2, "{all}");
+    assert_eq!(rooms[0]["room"], "drop");
+    assert_eq!(rooms[0]["overrides"], serde_json::json!([]));
+    assert_eq!(rooms[1]["overrides"][0]["key"], "queue_all");
+    assert_eq!(rooms[1]["overrides"][0]["file"], false);
+    let (_, one) = admin(
+        &proxy,
+        reqwest::Method::GET,
+        "/admin/rooms/tickets/config",
+        None,
+    )
+    .await;
+    assert_eq!(one["settings"]["queue_all"], true, "{one}");
 }
