@@ -1136,6 +1136,40 @@ fn several_errors_are_reported_in_one_run_each_named() {
 }
 
 #[test]
+fn every_key_of_a_room_at_fault_is_named_in_one_run() {
+    let one = error_of(
+        &minimal(
+            "session_duration = \"soon\"\nqueueing_method = \"lifo\"\n\
+             bypass_ips = [\"10.0.0.0/40\"]\n[[room.events]]\nname = \"a b\"\n\
+             event_start_time = \"2026-12-05T10:00:00Z\"\nevent_end_time = \"2026-12-05T12:00:00Z\"",
+        )
+        .replace("total_active_users = 2", "total_active_users = 0"),
+    );
+    let keys: Vec<&str> = one
+        .lines()
+        .map(|l| l.split(": ").next().unwrap_or(l))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "room.total_active_users",
+            "room.queueing_method",
+            "room.events[0].name",
+            "room.session_duration",
+            "room.bypass_ips",
+        ],
+        "{one}"
+    );
+    let rooms = error_of(&with_rooms(
+        "[[rooms]]\nid = \"a\"\npath = \"/a\"\ntotal_active_users = 0\nnew_users_per_minute = 2\n\
+         [[rooms]]\nid = \"b\"\npath = \"/b\"\ntotal_active_users = 2\nnew_users_per_minute = 2\n\
+         abandon_after = \"0s\"\n",
+    ));
+    assert!(rooms.contains("rooms[0].total_active_users: "), "{rooms}");
+    assert!(rooms.contains("rooms[1].abandon_after: "), "{rooms}");
+}
+
+#[test]
 fn a_negative_count_is_named_in_plain_words() {
     let text = minimal("").replace("total_active_users = 2", "total_active_users = -5");
     let expected = "room.total_active_users: must be a whole number of at least 1, got -5";

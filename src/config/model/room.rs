@@ -294,6 +294,28 @@ impl RoomSettings {
         })
     }
 
+    /// [`Self::from_section`] with every key's error, not only the first: after each, the key
+    /// at fault is set aside (its default, or 1 for a required count; an event and those after
+    /// it, whose places would shift otherwise) and the rest checked again.
+    pub fn from_section_all(s: &RoomSection) -> Result<Self, ConfigError> {
+        let mut errors = Vec::new();
+        let mut current = s.clone();
+        loop {
+            match Self::from_section(&current) {
+                Ok(settings) if errors.is_empty() => return Ok(settings),
+                Ok(_) => return Err(ConfigError::all(errors)),
+                Err(e) => {
+                    let next = e.key().and_then(|key| set_aside(&current, &key));
+                    errors.push(e);
+                    match next {
+                        Some(next) if errors.len() < 50 => current = next,
+                        _ => return Err(ConfigError::all(errors)),
+                    }
+                }
+            }
+        }
+    }
+
     /// The settings in effect at `now`: the room's own, or those of the event governing it (not
     /// suspended), with its overrides. Also the moment they may next change.
     pub fn at(&self, now: Millis) -> (RoomSettings, Millis) {
@@ -355,7 +377,7 @@ impl RoomSettings {
             }
         }
         let section = merge_patch_named(&self.section, changes, "room")?;
-        Self::from_section(&section)
+        Self::from_section_all(&section)
     }
 
     pub fn limits(&self) -> Limits {
@@ -456,6 +478,34 @@ pub fn new_event(
         }
         Err(_) => merge_patch_named(&base, fields, prefix),
     }
+}
+
+/// `section` without the key an error named, or None when that cannot go (or changes nothing).
+fn set_aside(section: &RoomSection, key: &str) -> Option<RoomSection> {
+    let rest = key.strip_prefix("room.")?;
+    let field = rest.split(['.', '[']).next()?;
+    let mut value = serde_json::to_value(section).ok()?;
+    let fields = value.as_object_mut()?;
+    match field {
+        "id" | "host" | "path" => return None,
+        "total_active_users" | "new_users_per_minute" => {
+            fields.insert(field.to_owned(), 1.into());
+        }
+        "events" => {
+            let from = rest
+                .strip_prefix("events[")
+                .and_then(|r| r.split(']').next())
+                .and_then(|i| i.parse::<usize>().ok())
+                .unwrap_or(0);
+            fields.get_mut("events")?.as_array_mut()?.truncate(from);
+        }
+        _ => {
+            fields.remove(field)?;
+        }
+    }
+    let next: RoomSection = serde_json::from_value(value).ok()?;
+    let moved = serde_json::to_value(&next).ok() != serde_json::to_value(section).ok();
+    moved.then_some(next)
 }
 
 fn crawler_ranges(s: &RoomSection) -> Result<Vec<(String, Cidr)>, ConfigError> {
