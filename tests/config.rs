@@ -1167,6 +1167,31 @@ fn every_key_of_a_room_at_fault_is_named_in_one_run() {
     ));
     assert!(rooms.contains("rooms[0].total_active_users: "), "{rooms}");
     assert!(rooms.contains("rooms[1].abandon_after: "), "{rooms}");
+    // Several keys of one section too, in the file's order of sections.
+    let sections = error_of(&format!(
+        "[listen]\ngrace_period = \"soon\"\ntrusted_proxies = [\"lb\"]\n{}\
+         [store]\nprefix = \"\"\non_error = \"maybe\"\n",
+        minimal("").replace(
+            "127.0.0.1:3000\"",
+            "127.0.0.1:3000\"\nconnect_timeout = \"x\"\nread_timeout = \"y\""
+        )
+    ));
+    let keys: Vec<&str> = sections
+        .lines()
+        .map(|l| l.split(": ").next().unwrap_or(l))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "listen.grace_period",
+            "listen.trusted_proxies",
+            "origin.connect_timeout",
+            "origin.read_timeout",
+            "store.prefix",
+            "store.on_error",
+        ],
+        "{sections}"
+    );
 }
 
 #[test]

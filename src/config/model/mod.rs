@@ -155,6 +155,43 @@ impl ConfigFile {
     }
 }
 
+/// The sections whose keys [`set_aside`] may take out (a room's are taken care of in
+/// `RoomSettings::from_section_all`).
+const PLAIN_SECTIONS: &[&str] = &[
+    "listen",
+    "origin",
+    "pass",
+    "store",
+    "admin",
+    "page",
+    "log",
+    "turnstile",
+    "rate_limit",
+    "autopilot",
+];
+
+/// `file` without the `section.key`s named (back to their defaults), or None when that takes
+/// nothing out.
+fn set_aside(file: &ConfigFile, keys: &[String]) -> Option<ConfigFile> {
+    let before = serde_json::to_value(file).ok()?;
+    let mut value = before.clone();
+    for key in keys {
+        let Some((section, name)) = key.split_once('.') else {
+            continue;
+        };
+        if !PLAIN_SECTIONS.contains(&section) || name.contains(['.', '[']) {
+            continue;
+        }
+        if let Some(fields) = value.get_mut(section).and_then(|s| s.as_object_mut()) {
+            fields.remove(name);
+        }
+    }
+    if value == before {
+        return None;
+    }
+    serde_json::from_value(value).ok()
+}
+
 /// A section's value, or its errors kept for the report.
 fn keep<T>(errors: &mut Vec<ConfigError>, result: Result<T, ConfigError>) -> Option<T> {
     match result {
@@ -214,24 +251,58 @@ impl Config {
         base_dir: &Path,
     ) -> Result<(Config, Vec<String>), ConfigError> {
         let (file, mut errors) = typed::read(text);
-        let Some(file) = file else {
+        let Some(mut file) = file else {
             return Err(ConfigError::all(errors));
         };
-        match Self::from_file_in(file, env, dev, base_dir) {
-            Ok(loaded) if errors.is_empty() => Ok(loaded),
-            Ok(_) => Err(ConfigError::all(errors)),
-            Err(e) => {
-                // A key with a type error was read with a stand-in: what the model says of
-                // that is no news.
-                let typed: Vec<String> = errors.iter().filter_map(ConfigError::key).collect();
-                errors.extend(
-                    e.into_list()
-                        .into_iter()
-                        .filter(|e| e.key().is_none_or(|key| !typed.contains(&key))),
-                );
-                Err(ConfigError::all(errors))
+        let first = match Self::from_file_in(file.clone(), env, dev, base_dir) {
+            Ok(loaded) if errors.is_empty() => return Ok(loaded),
+            Ok(_) => return Err(ConfigError::all(errors)),
+            Err(e) => e,
+        };
+        // A key is reported once: one with a type error was read with a stand-in, and what
+        // the model says of that is no news.
+        let mut seen: Vec<String> = errors.iter().filter_map(ConfigError::key).collect();
+        let mut add = |errors: &mut Vec<ConfigError>, more: ConfigError| {
+            let before = errors.len();
+            for e in more.into_list() {
+                match e.key() {
+                    Some(key) if seen.contains(&key) => {}
+                    Some(key) => {
+                        seen.push(key);
+                        errors.push(e);
+                    }
+                    None => errors.push(e),
+                }
+            }
+            errors.len() > before
+        };
+        add(&mut errors, first);
+        // A section stops at its first error: with the keys named so far set aside (their
+        // defaults), the next ones show. A few rounds are plenty for a hand-written file.
+        for _ in 0..8 {
+            let keys: Vec<String> = errors.iter().filter_map(ConfigError::key).collect();
+            let Some(next) = set_aside(&file, &keys) else {
+                break;
+            };
+            file = next;
+            let Err(more) = Self::from_file_in(file.clone(), env, dev, base_dir) else {
+                break;
+            };
+            if !add(&mut errors, more) {
+                break;
             }
         }
+        // Found round by round, shown section by section as the file has them.
+        let section_at = |e: &ConfigError| {
+            e.key()
+                .and_then(|key| {
+                    let section = key.split(['.', '[']).next().unwrap_or_default().to_owned();
+                    text.find(&format!("[{section}"))
+                })
+                .unwrap_or(usize::MAX)
+        };
+        errors.sort_by_key(section_at);
+        Err(ConfigError::all(errors))
     }
 
     pub fn from_file(
