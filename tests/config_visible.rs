@@ -304,3 +304,41 @@ async fn get_config_lists_every_room_of_a_rooms_file() {
     .await;
     assert_eq!(one["settings"]["queue_all"], true, "{one}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_refuses_naming_the_live_events_that_no_longer_fit() {
+    let proxy = TestProxy::start("total_active_users = 5\nnew_users_per_minute = 100");
+    let now = SystemClock.now_ms();
+    let event = serde_json::json!({
+        "name": "late-drop",
+        "event_start_time": rfc3339_ms(now + 60 * MINUTE),
+        "event_end_time": rfc3339_ms(now + 120 * MINUTE),
+    });
+    let (status, body) = admin(&proxy, reqwest::Method::POST, "/admin/events", Some(event)).await;
+    assert_eq!(status, 201, "{body}");
+    // The file now schedules its own drop over the same hour.
+    let text = std::fs::read_to_string(&proxy.config_file).unwrap();
+    let overlapping = format!(
+        "[[room.events]]\nname = \"file-drop\"\nevent_start_time = \"{}\"\n\
+         event_end_time = \"{}\"\n",
+        rfc3339_ms(now + 90 * MINUTE),
+        rfc3339_ms(now + 150 * MINUTE),
+    );
+    std::fs::write(
+        &proxy.config_file,
+        text.replace("total_active_users = 5", "total_active_users = 7")
+            .replace("[pass]", &format!("{overlapping}\n[pass]")),
+    )
+    .unwrap();
+    let (status, body) = admin(&proxy, reqwest::Method::POST, "/admin/reload", None).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("late-drop"),
+        "{body}"
+    );
+    assert_eq!(
+        proxy.state().await["total_active_users"],
+        5,
+        "nothing applied"
+    );
+}
