@@ -131,7 +131,10 @@ fn run(path: &Path, test: bool, dev: bool, upgrade: bool) -> ExitCode {
     let (config, warnings) = match Config::load(path, &ProcessEnvironment, dev) {
         Ok(loaded) => loaded,
         Err(e) => {
-            eprintln!("waitroom-proxy: {}: {e}", path.display());
+            // One line an error, each `key: reason`, all of them.
+            for error in e.into_list() {
+                eprintln!("waitroom-proxy: {}: {error}", path.display());
+            }
             return ExitCode::from(2);
         }
     };
@@ -148,6 +151,11 @@ fn run(path: &Path, test: bool, dev: bool, upgrade: bool) -> ExitCode {
         }
         print!("{}", config.masked_toml());
         eprintln!("waitroom-proxy: {}: configuration ok", path.display());
+        for line in
+            waitroom::service::live::live_overrides(&config, waitroom::service::live::TEST_TIMEOUT)
+        {
+            eprintln!("waitroom-proxy: {}: {line}", path.display());
+        }
         return ExitCode::SUCCESS;
     }
     match waitroom::service::server::run(&config, upgrade) {

@@ -218,7 +218,8 @@ fn every_error_names_the_key_and_the_reason() {
 #[test]
 fn secrets_are_required_long_or_explicitly_insecure() {
     let none = Env(HashMap::new());
-    match Config::parse(&minimal(""), &none, false) {
+    // Both missing are both reported; the pass secret first.
+    match Config::parse(&minimal(""), &none, false).map_err(|e| e.into_list().remove(0)) {
         Err(ConfigError::Invalid { key, reason }) => {
             assert_eq!(key, "pass.secret");
             assert!(reason.contains("WR_JWT_SECRET") && reason.contains("--dev"));
@@ -591,7 +592,10 @@ fn event_errors_name_the_event_and_the_key() {
             &format!("{start_end}\nsession_duration = \"soon\""),
             "room.events[0].session_duration",
         ),
-        (&format!("{start_end}\ncolour = \"red\""), "unknown field"),
+        (
+            &format!("{start_end}\ncolour = \"red\""),
+            "room.events[0].colour: is not a known key",
+        ),
     ] {
         let e = event(body);
         assert!(e.contains(needle), "{body}: {e}");
@@ -1097,5 +1101,215 @@ fn room_errors_name_the_room_and_the_key() {
         error_of(&unknown).contains("colour"),
         "{}",
         error_of(&unknown)
+    );
+}
+
+/// Runs the binary's `--test` on `text`; answers its exit code and its stderr lines.
+fn test_run(text: &str) -> (Option<i32>, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("drop.toml");
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
+        .arg("--config")
+        .arg(&path)
+        .arg("--test")
+        .env("WR_JWT_SECRET", SECRET)
+        .env("WR_ADMIN_TOKEN", TOKEN)
+        .env_remove("WR_REDIS_URL")
+        .output()
+        .unwrap();
+    let prefix = format!("waitroom-proxy: {}: ", path.display());
+    let lines = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| l.strip_prefix(&prefix).unwrap_or(l).to_owned())
+        .collect();
+    (out.status.code(), lines)
+}
+
+#[test]
+fn several_errors_are_reported_in_one_run_each_named() {
+    let text = format!(
+        "[listen]\naddress = \"0.0.0.0:99999\"\n{}queue_all = \"yes\"\nsession_duration = \"soon\"\n\
+         [store]\nbackend = \"redis\"\nurl = \"127.0.0.1:6379\"\n[admin]\naddress = \"localhost:9091\"\n",
+        minimal("").replace("total_active_users = 2", "total_active_users = -5")
+    );
+    let (code, lines) = test_run(&text);
+    assert_eq!(code, Some(2), "{lines:?}");
+    for key in [
+        "room.total_active_users: ",
+        "room.queue_all: ",
+        "listen.address: ",
+        "store.url: ",
+        "admin.address: ",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(key)),
+            "{key} not among {lines:?}"
+        );
+    }
+    // The model's errors come with the type errors, each key once.
+    let all = error_of(&text);
+    assert!(
+        all.contains("room.session_duration") || all.contains("room.queue_all"),
+        "{all}"
+    );
+    assert_eq!(all.lines().count(), lines.len(), "{all}\n{lines:?}");
+}
+
+#[test]
+fn every_key_of_a_room_at_fault_is_named_in_one_run() {
+    let one = error_of(
+        &minimal(
+            "session_duration = \"soon\"\nqueueing_method = \"lifo\"\n\
+             bypass_ips = [\"10.0.0.0/40\"]\n[[room.events]]\nname = \"a b\"\n\
+             event_start_time = \"2026-12-05T10:00:00Z\"\nevent_end_time = \"2026-12-05T12:00:00Z\"",
+        )
+        .replace("total_active_users = 2", "total_active_users = 0"),
+    );
+    let keys: Vec<&str> = one
+        .lines()
+        .map(|l| l.split(": ").next().unwrap_or(l))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "room.total_active_users",
+            "room.queueing_method",
+            "room.events[0].name",
+            "room.session_duration",
+            "room.bypass_ips",
+        ],
+        "{one}"
+    );
+    let rooms = error_of(&with_rooms(
+        "[[rooms]]\nid = \"a\"\npath = \"/a\"\ntotal_active_users = 0\nnew_users_per_minute = 2\n\
+         [[rooms]]\nid = \"b\"\npath = \"/b\"\ntotal_active_users = 2\nnew_users_per_minute = 2\n\
+         abandon_after = \"0s\"\n",
+    ));
+    assert!(rooms.contains("rooms[0].total_active_users: "), "{rooms}");
+    assert!(rooms.contains("rooms[1].abandon_after: "), "{rooms}");
+    // Several keys of one section too, in the file's order of sections.
+    let sections = error_of(&format!(
+        "[listen]\ngrace_period = \"soon\"\ntrusted_proxies = [\"lb\"]\n{}\
+         [store]\nprefix = \"\"\non_error = \"maybe\"\n",
+        minimal("").replace(
+            "127.0.0.1:3000\"",
+            "127.0.0.1:3000\"\nconnect_timeout = \"x\"\nread_timeout = \"y\""
+        )
+    ));
+    let keys: Vec<&str> = sections
+        .lines()
+        .map(|l| l.split(": ").next().unwrap_or(l))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "listen.grace_period",
+            "listen.trusted_proxies",
+            "origin.connect_timeout",
+            "origin.read_timeout",
+            "store.prefix",
+            "store.on_error",
+        ],
+        "{sections}"
+    );
+}
+
+#[test]
+fn a_negative_count_is_named_in_plain_words() {
+    let text = minimal("").replace("total_active_users = 2", "total_active_users = -5");
+    let expected = "room.total_active_users: must be a whole number of at least 1, got -5";
+    assert_eq!(error_of(&text), expected);
+    let (code, lines) = test_run(&text);
+    assert_eq!(code, Some(2));
+    assert_eq!(lines, [expected]);
+    let flag = error_of(&minimal("queue_all = 1"));
+    assert_eq!(flag, "room.queue_all: must be true or false, got 1");
+    let rooms = error_of(&with_rooms(
+        "[[rooms]]\nid = \"a\"\ntotal_active_users = 2\nnew_users_per_minute = -1\n",
+    ));
+    assert!(
+        rooms.starts_with("rooms[0].new_users_per_minute: must be a whole number"),
+        "{rooms}"
+    );
+}
+
+#[test]
+fn bad_redis_urls_and_ports_are_refused_at_test() {
+    let redis = |url: &str| {
+        format!(
+            "{}[store]\nbackend = \"redis\"\nurl = \"{url}\"\n",
+            minimal("")
+        )
+    };
+    for (url, reason) in [
+        (
+            "127.0.0.1:6379",
+            "has no scheme: write redis://127.0.0.1:6379",
+        ),
+        (
+            "http://redis.internal:6379",
+            "http:// is not a Redis scheme",
+        ),
+        (
+            "redis://redis.internal:99999/0",
+            "port 99999 is not between 1 and 65535",
+        ),
+        (
+            "redis://:secret-pw@redis.internal:0/0",
+            "port 0 is not between 1 and 65535",
+        ),
+        (
+            "redis://redis.internal:63x9",
+            "is not a number between 1 and 65535",
+        ),
+        (
+            "redis://a:6379,b:6379",
+            "a cluster's URL starts redis+cluster://",
+        ),
+        ("redis://", "names no host"),
+    ] {
+        let (code, lines) = test_run(&redis(url));
+        assert_eq!(code, Some(2), "{url}: {lines:?}");
+        let line = lines.join("\n");
+        assert!(line.starts_with("store.url: "), "{url}: {line}");
+        assert!(line.contains(reason), "{url}: {line}");
+        assert!(!line.contains("secret-pw"), "{line}");
+    }
+    for url in [
+        "redis://127.0.0.1:6379/0",
+        "redis://redis.internal",
+        "rediss://:pw@[::1]:6380/0",
+        "redis+cluster://a:7000,b:7001",
+        "rediss+cluster://user:pw@a:7000",
+    ] {
+        Config::parse(&redis(url), &with_secrets(), false).unwrap_or_else(|e| panic!("{url}: {e}"));
+    }
+    for (section, text, reason) in [
+        (
+            "listen",
+            "[listen]\naddress = \"0.0.0.0:99999\"\n",
+            "port 99999 is not between 1 and 65535",
+        ),
+        (
+            "admin",
+            "[admin]\naddress = \"127.0.0.1:0\"\n",
+            "port 0 is not between 1 and 65535",
+        ),
+        (
+            "admin",
+            "[admin]\naddress = \"localhost:9091\"\n",
+            "is not an IP address",
+        ),
+        ("listen", "[listen]\naddress = \"8080\"\n", "has no port"),
+    ] {
+        let e = error_of(&format!("{}{text}", minimal("")));
+        assert!(e.starts_with(&format!("{section}.address: ")), "{e}");
+        assert!(e.contains(reason), "{e}");
+    }
+    let origin = error_of(&minimal("").replace("127.0.0.1:3000", "shop.internal:70000"));
+    assert_eq!(
+        origin,
+        "origin.address: port 70000 is not between 1 and 65535"
     );
 }

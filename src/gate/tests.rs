@@ -632,7 +632,8 @@ async fn a_suspension_held_during_an_outage_is_laid_over_what_another_instance_s
         .patched(&serde_json::json!({ "total_active_users": 5 }))
         .unwrap();
     assert!(matches!(
-        room.change_settings(limits, &["total_active_users"]).await,
+        room.change_settings(limits, &["total_active_users"], "a test")
+            .await,
         Err(PublishError::NotHeld(_))
     ));
     let suspended = b
@@ -641,7 +642,9 @@ async fn a_suspension_held_during_an_outage_is_laid_over_what_another_instance_s
         .configured()
         .patched(&serde_json::json!({ "suspended": true }))
         .unwrap();
-    let Ok(Published::Held { pending, .. }) = room.change_settings(suspended, &["suspended"]).await
+    let Ok(Published::Held { pending, .. }) = room
+        .change_settings(suspended, &["suspended"], "a test")
+        .await
     else {
         panic!("suspended is held during an outage");
     };

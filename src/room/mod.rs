@@ -4,6 +4,7 @@
 //! visitors seen polling (the gate; the loop takes them for its keep-alive batch), and the
 //! autopilot's recorder and status (the proxy records, the loop reports and decides).
 
+pub mod changes;
 mod health;
 mod pilot;
 mod settings;

@@ -15,11 +15,12 @@ use pingora_core::server::ShutdownWatch;
 use pingora_core::services::background::BackgroundService;
 use serde_json::{Map, Value};
 
-use crate::clock::{Millis, SharedClock};
+use crate::clock::{Millis, SharedClock, rfc3339_ms};
 use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
 use crate::core::room::RoomCounts;
+use crate::room::changes::{self, Change, Changes, Saved};
 use crate::room::{LiveSettings, Pilot, Pollers, Pulse, Room, RoomView, StoreHealth, ViewCell};
 use crate::service::autopilot::RoomPilotLoop;
 use crate::service::metrics::Metrics;
@@ -73,6 +74,14 @@ pub struct RoomLoop {
     /// what is pending or applying what another instance saved), so that a change held during
     /// an outage is never overwritten by a copy read before it.
     writing: tokio::sync::Mutex<()>,
+    /// The file's settings for this room and how the live ones came to differ from them.
+    record: Mutex<Record>,
+}
+
+struct Record {
+    /// As the file read at start or at the last reload says.
+    file: Arc<RoomSection>,
+    changes: Changes,
 }
 
 /// The keys the admin API may change while the store is unreachable: the runbook's fastest
@@ -175,6 +184,11 @@ impl RoomLoop {
             pollers: room.pollers.clone(),
             pulse: room.pulse.clone(),
             settings_version: AtomicU64::new(0),
+            // Built before the first tick applies anything saved: configured is the file's.
+            record: Mutex::new(Record {
+                file: Arc::new(room.settings.configured().section.clone()),
+                changes: Changes::new(),
+            }),
             estimator: Mutex::new(RateEstimator::default()),
             last_heartbeat: AtomicI64::new(0),
             quiet_until: AtomicI64::new(0),
@@ -235,13 +249,35 @@ impl RoomLoop {
     }
 
     /// Saves validated settings in the store (so every instance, and the next start, applies
-    /// them) and applies them here at once. Returns the effective [room] section.
+    /// them) and applies them here at once. `by` names the request, for the record and the log.
+    /// Returns the effective [room] section.
     pub async fn publish_settings(
         &self,
         settings: RoomSettings,
+        by: &str,
+    ) -> Result<RoomSection, StoreError> {
+        self.publish(settings, by, None).await
+    }
+
+    /// A reload: `file` is what the file says now, `settings` what runs from now on (the file,
+    /// and the events added live that it kept).
+    pub async fn publish_reload(
+        &self,
+        settings: RoomSettings,
+        file: RoomSection,
+    ) -> Result<RoomSection, StoreError> {
+        self.publish(settings, "reload from the file", Some(file))
+            .await
+    }
+
+    async fn publish(
+        &self,
+        settings: RoomSettings,
+        by: &str,
+        file: Option<RoomSection>,
     ) -> Result<RoomSection, StoreError> {
         let _one_writer = self.writing.lock().await;
-        self.save(settings).await
+        self.save(settings, by, file).await
     }
 
     /// A change from the admin API whose patch named `keys`: saved as `publish_settings` does;
@@ -251,12 +287,13 @@ impl RoomLoop {
         &self,
         settings: RoomSettings,
         keys: &[&str],
+        by: &str,
     ) -> Result<Published, PublishError> {
         let _one_writer = self.writing.lock().await;
         // Known down: not waited for (a command timeout per change) when an operator needs
         // the rollback now; the loop finds out within a tick when it is back.
         let unreachable = if self.health.is_up() {
-            match self.save(settings.clone()).await {
+            match self.save(settings.clone(), by, None).await {
                 Ok(section) => return Ok(Published::Saved(section)),
                 Err(e @ StoreError::Unavailable(_)) => e,
                 Err(e) => return Err(e.into()),
@@ -287,20 +324,72 @@ impl RoomLoop {
         Ok(Published::Held { section, pending })
     }
 
-    /// Saves and applies; what was held here is in `settings` (the configured settings it was
-    /// made from include it) and so is written too.
-    async fn save(&self, settings: RoomSettings) -> Result<RoomSection, StoreError> {
+    /// Saves and applies, recording which keys `by` changed; `file` is what the file says now
+    /// (a reload), else as before. What was held here is in `settings` (the configured settings
+    /// it was made from include it) and so is written too.
+    async fn save(
+        &self,
+        settings: RoomSettings,
+        by: &str,
+        file: Option<RoomSection>,
+    ) -> Result<RoomSection, StoreError> {
         let section = settings.section.clone();
-        let json = serde_json::to_string(&section)
-            .map_err(|e| StoreError::Corrupt(format!("cannot encode settings: {e}")))?;
+        let previous = self.settings.configured();
+        let (file, earlier) = {
+            let record = self.record();
+            (
+                file.map(Arc::new).unwrap_or_else(|| record.file.clone()),
+                record.changes.clone(),
+            )
+        };
+        let change = Change {
+            at: rfc3339_ms(self.clock.now_ms()),
+            by: by.to_owned(),
+        };
+        let touched = changes::differences(&previous.section, &section);
+        let changes = changes::record(&earlier, &previous.section, &section, &file, &change);
+        let json = Saved {
+            room: section.clone(),
+            changes: changes.clone(),
+        }
+        .encode()
+        .map_err(|e| StoreError::Corrupt(format!("cannot encode settings: {e}")))?;
         let saved = self.store.save_settings(&json).await;
         self.health.note(&saved);
         let version = saved?;
         self.settings_version.fetch_max(version, Ordering::Relaxed);
+        {
+            let mut record = self.record();
+            record.file = file;
+            record.changes = changes;
+        }
         self.settings.apply(settings);
         self.set_pending(Map::new());
-        log::info!("room settings changed live (version {version})");
+        log::info!(
+            "room {} settings changed by {by} (version {version}): {}",
+            self.id,
+            changes::key_list(&touched)
+        );
         Ok(section)
+    }
+
+    fn record(&self) -> std::sync::MutexGuard<'_, Record> {
+        self.record.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The settings as configured now (the file and the live changes), as the file writes them.
+    pub fn settings_section(&self) -> RoomSection {
+        self.settings.configured().section.clone()
+    }
+
+    /// What the file says for this room (as read at start or at the last reload).
+    pub fn file_section(&self) -> Arc<RoomSection> {
+        self.record().file.clone()
+    }
+
+    /// When and how each key that differs from the file was last changed.
+    pub fn changes(&self) -> Changes {
+        self.record().changes.clone()
     }
 
     /// Writes what was changed here during an outage, once the store answers. The rule when
@@ -322,7 +411,7 @@ impl RoomLoop {
             // The version seen is not recorded here: the one saved below supersedes it, and
             // should the save fail, the next attempt must read it again.
             match parse_saved(&saved.json) {
-                Ok(settings) => base = settings,
+                Ok((settings, _)) => base = settings,
                 Err(e) => log::error!(
                     "ignoring saved room settings version {}: {e}",
                     saved.version
@@ -340,7 +429,8 @@ impl RoomLoop {
                 return Ok(());
             }
         };
-        self.save(settings).await?;
+        self.save(settings, "a change held during a store outage", None)
+            .await?;
         log::info!(
             "room {}: {held}, changed during the store outage, written to the store",
             self.id
@@ -358,9 +448,27 @@ impl RoomLoop {
             return Ok(());
         }
         match parse_saved(&saved.json) {
-            Ok(settings) => {
+            Ok((settings, changes)) => {
+                let touched =
+                    changes::differences(&self.settings.configured().section, &settings.section);
+                let file = self.file_section();
+                let differ = changes::differences(&file, &settings.section);
+                self.record().changes = changes;
                 self.settings.apply(settings);
-                log::info!("applied room settings version {}", saved.version);
+                // A restart applies what was saved live over the file: say which keys, or the
+                // file and what runs seem to disagree for no reason.
+                log::info!(
+                    "room {}: applied room settings version {} from the store: {}; differs from \
+                     the file in: {}",
+                    self.id,
+                    saved.version,
+                    changes::key_list(&touched),
+                    if differ.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        differ.join(", ")
+                    }
+                );
             }
             // Never stop admitting over a bad record: keep what runs and say so once.
             Err(e) => log::error!(
@@ -517,10 +625,15 @@ impl RoomLoop {
 }
 
 /// Settings another instance saved, as they read.
-fn parse_saved(json: &str) -> Result<RoomSettings, String> {
-    serde_json::from_str::<RoomSection>(json)
+/// Settings as saved in the store, and the record of their changes.
+fn parse_saved(json: &str) -> Result<(RoomSettings, Changes), String> {
+    Saved::decode(json)
         .map_err(|e| e.to_string())
-        .and_then(|section| RoomSettings::from_section(&section).map_err(|e| e.to_string()))
+        .and_then(|record| {
+            RoomSettings::from_section(&record.room)
+                .map(|settings| (settings, record.changes))
+                .map_err(|e| e.to_string())
+        })
 }
 
 #[async_trait]

@@ -9,6 +9,7 @@ pub mod autopilot;
 pub mod demo_shop;
 pub mod lifecycle;
 pub mod limits;
+pub mod live;
 pub mod logging;
 pub mod metrics;
 pub mod origin;

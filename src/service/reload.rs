@@ -10,10 +10,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::config::file::{ConfigFile, RoomSection};
+use crate::config::RoomSettings;
+use crate::config::file::{ConfigFile, EventSection, RoomSection};
 use crate::config::model::ProcessEnvironment;
 use crate::config::{Config, ConfigError};
-use crate::service::admission::AdmissionLoop;
+use crate::room::changes;
+use crate::service::admission::{AdmissionLoop, RoomLoop};
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +30,12 @@ pub enum ReloadError {
     NoRoom(String),
     #[error("not applied: {0}")]
     Store(#[from] StoreError),
+    /// The events added live would be kept, but they do not fit with the file's settings.
+    #[error(
+        "the events added live ({names}) do not fit with the file: {reason}; delete them \
+         (DELETE /admin/events/{{name}}) or add them to the file"
+    )]
+    LiveEvents { names: String, reason: ConfigError },
 }
 
 /// What a reload applied, and which sections wait for a new process.
@@ -40,6 +48,9 @@ pub struct Reloaded {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rooms: Vec<RoomSection>,
     pub needs_restart: Vec<String>,
+    /// Events added live through the admin API and not in the file: kept, by room id.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept_live_events: Vec<String>,
 }
 
 pub struct Reloader {
@@ -74,6 +85,34 @@ fn changed_sections(running: &ConfigFile, fresh: &ConfigFile) -> Vec<String> {
         check(&format!("rooms[{i}].page"), !same(&was.page, &is.page));
     }
     changed
+}
+
+/// The file's settings with the events added live (`POST /admin/events`) that the file does
+/// not name: an operator who reloads to pick up another key would not expect a drop scheduled
+/// through the API to vanish. An event the file names again is the file's.
+fn keep_live_events(
+    running: &RoomLoop,
+    from_file: RoomSettings,
+) -> Result<(RoomSettings, Vec<String>), ReloadError> {
+    let live = running.settings_section();
+    let added = changes::added_events(&live, &running.file_section());
+    let kept: Vec<EventSection> = added
+        .into_iter()
+        .filter(|e| !from_file.section.events.iter().any(|f| f.name == e.name))
+        .collect();
+    if kept.is_empty() {
+        return Ok((from_file, Vec::new()));
+    }
+    let names: Vec<String> = kept.iter().map(|e| e.name.clone()).collect();
+    let mut section = from_file.section.clone();
+    section.events.extend(kept);
+    match RoomSettings::from_section(&section) {
+        Ok(settings) => Ok((settings, names)),
+        Err(reason) => Err(ReloadError::LiveEvents {
+            names: names.join(", "),
+            reason,
+        }),
+    }
 }
 
 /// Where a room is in the file, for the keys errors name.
@@ -133,7 +172,9 @@ impl Reloader {
             return Err(ReloadError::NoRoom(id.to_owned()));
         }
         let needs_restart = changed_sections(&self.running.file, &fresh.file);
-        let mut applied = Vec::new();
+        // Every room is settled before any is published: a refusal applies nothing.
+        let mut plans = Vec::new();
+        let mut kept_live_events = Vec::new();
         for room in fresh.rooms {
             if only.is_some_and(|id| id != room.id) {
                 continue;
@@ -141,12 +182,17 @@ impl Reloader {
             let Some(running) = self.admission.room(&room.id) else {
                 return Err(ReloadError::NoRoom(room.id));
             };
-            let autopilot = room.autopilot;
-            applied.push(running.publish_settings(room.settings).await?);
+            let file = room.settings.section.clone();
+            let (settings, kept) = keep_live_events(running, room.settings)?;
+            kept_live_events.extend(kept.iter().map(|name| format!("{}: {name}", room.id)));
+            plans.push((running, settings, file, room.autopilot, room.id));
+        }
+        let mut applied = Vec::new();
+        for (running, settings, file, autopilot, id) in plans {
+            applied.push(running.publish_reload(settings, file).await?);
             if *running.pilot().config() != autopilot {
                 log::info!(
-                    "room {}: [autopilot] reloaded (enabled = {})",
-                    room.id,
+                    "room {id}: [autopilot] reloaded (enabled = {})",
                     autopilot.enabled
                 );
                 running.pilot().reconfigure(autopilot);
@@ -157,6 +203,7 @@ impl Reloader {
             room: if one_room { applied.pop() } else { None },
             rooms: if one_room { Vec::new() } else { applied },
             needs_restart,
+            kept_live_events,
         })
     }
 
@@ -170,7 +217,11 @@ impl Reloader {
             .unwrap_or_default();
         match self.reload().await {
             Ok(done) if done.needs_restart.is_empty() => {
-                log::info!(file = from.as_str(); "room settings reloaded");
+                log::info!(
+                    file = from.as_str(),
+                    kept_live_events = done.kept_live_events.join(",").as_str();
+                    "room settings reloaded"
+                );
             }
             Ok(done) => log::warn!(
                 file = from.as_str(),

@@ -15,6 +15,7 @@ mod rooms;
 mod secrets;
 mod store;
 mod turnstile;
+mod typed;
 mod values;
 
 use std::net::SocketAddr;
@@ -32,9 +33,13 @@ pub use origin::{OriginConfig, ProtectedResponses};
 pub(crate) use pass::same_site;
 pub use pass::{DEFAULT_MAX_NETWORKS, DEFAULT_MAX_REQUESTS_PER_MINUTE, PassConfig, SameSite};
 pub(crate) use room::check_room_id;
-pub use room::{EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch};
+pub use room::{
+    EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch, merge_patch_named, new_event,
+};
 pub use rooms::RoomConfig;
-pub use secrets::{ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES};
+pub use secrets::{
+    ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES, mask_room,
+};
 pub use store::{Backend, ENV_REDIS_URL, OnStoreError, StoreConfig, masked_url};
 pub use turnstile::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMode};
 
@@ -51,7 +56,38 @@ pub enum ConfigError {
     Syntax(String),
     #[error("{key}: {reason}")]
     Invalid { key: String, reason: String },
+    /// Every error of one file, one `key: reason` a line.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Many(Vec<ConfigError>),
 }
+
+impl ConfigError {
+    /// One error as itself, several as `Many`.
+    pub fn all(mut errors: Vec<ConfigError>) -> ConfigError {
+        match errors.len() {
+            1 => errors.remove(0),
+            _ => ConfigError::Many(errors),
+        }
+    }
+
+    /// The key an error is about, if one.
+    pub fn key(&self) -> Option<String> {
+        match self {
+            ConfigError::Invalid { key, .. } => Some(key.clone()),
+            _ => None,
+        }
+    }
+
+    /// The errors one by one.
+    pub fn into_list(self) -> Vec<ConfigError> {
+        match self {
+            ConfigError::Many(errors) => errors,
+            one => vec![one],
+        }
+    }
+}
+
+pub use typed::plain as plain_words;
 
 pub(crate) fn invalid(key: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
@@ -110,8 +146,60 @@ impl ConfigFile {
         Self::parse(&text)
     }
 
+    /// Every type error of the file, each named by its key.
     pub fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))
+        match typed::read(text) {
+            (Some(file), errors) if errors.is_empty() => Ok(file),
+            (_, errors) => Err(ConfigError::all(errors)),
+        }
+    }
+}
+
+/// The sections whose keys [`set_aside`] may take out (a room's are taken care of in
+/// `RoomSettings::from_section_all`).
+const PLAIN_SECTIONS: &[&str] = &[
+    "listen",
+    "origin",
+    "pass",
+    "store",
+    "admin",
+    "page",
+    "log",
+    "turnstile",
+    "rate_limit",
+    "autopilot",
+];
+
+/// `file` without the `section.key`s named (back to their defaults), or None when that takes
+/// nothing out.
+fn set_aside(file: &ConfigFile, keys: &[String]) -> Option<ConfigFile> {
+    let before = serde_json::to_value(file).ok()?;
+    let mut value = before.clone();
+    for key in keys {
+        let Some((section, name)) = key.split_once('.') else {
+            continue;
+        };
+        if !PLAIN_SECTIONS.contains(&section) || name.contains(['.', '[']) {
+            continue;
+        }
+        if let Some(fields) = value.get_mut(section).and_then(|s| s.as_object_mut()) {
+            fields.remove(name);
+        }
+    }
+    if value == before {
+        return None;
+    }
+    serde_json::from_value(value).ok()
+}
+
+/// A section's value, or its errors kept for the report.
+fn keep<T>(errors: &mut Vec<ConfigError>, result: Result<T, ConfigError>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(e) => {
+            errors.extend(e.into_list());
+            None
+        }
     }
 }
 
@@ -134,9 +222,12 @@ impl Config {
         env: &dyn Environment,
         dev: bool,
     ) -> Result<(Config, Vec<String>), ConfigError> {
-        let file = ConfigFile::read(path)?;
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
         let base_dir = path.parent().unwrap_or(Path::new("."));
-        let (mut config, warnings) = Self::from_file_in(file, env, dev, base_dir)?;
+        let (mut config, warnings) = Self::from_text_in(&text, env, dev, base_dir)?;
         // Kept for SIGHUP: the room is read again from the same file.
         config.source = Some(path.to_path_buf());
         Ok((config, warnings))
@@ -148,7 +239,70 @@ impl Config {
         env: &dyn Environment,
         dev: bool,
     ) -> Result<(Config, Vec<String>), ConfigError> {
-        Self::from_file(ConfigFile::parse(text)?, env, dev)
+        Self::from_text_in(text, env, dev, Path::new("."))
+    }
+
+    /// The type errors of the text and, when the rest of it could be read, the errors of its
+    /// validation too: `--test` reports all of them at once.
+    fn from_text_in(
+        text: &str,
+        env: &dyn Environment,
+        dev: bool,
+        base_dir: &Path,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        let (file, mut errors) = typed::read(text);
+        let Some(mut file) = file else {
+            return Err(ConfigError::all(errors));
+        };
+        let first = match Self::from_file_in(file.clone(), env, dev, base_dir) {
+            Ok(loaded) if errors.is_empty() => return Ok(loaded),
+            Ok(_) => return Err(ConfigError::all(errors)),
+            Err(e) => e,
+        };
+        // A key is reported once: one with a type error was read with a stand-in, and what
+        // the model says of that is no news.
+        let mut seen: Vec<String> = errors.iter().filter_map(ConfigError::key).collect();
+        let mut add = |errors: &mut Vec<ConfigError>, more: ConfigError| {
+            let before = errors.len();
+            for e in more.into_list() {
+                match e.key() {
+                    Some(key) if seen.contains(&key) => {}
+                    Some(key) => {
+                        seen.push(key);
+                        errors.push(e);
+                    }
+                    None => errors.push(e),
+                }
+            }
+            errors.len() > before
+        };
+        add(&mut errors, first);
+        // A section stops at its first error: with the keys named so far set aside (their
+        // defaults), the next ones show. A few rounds are plenty for a hand-written file.
+        for _ in 0..8 {
+            let keys: Vec<String> = errors.iter().filter_map(ConfigError::key).collect();
+            let Some(next) = set_aside(&file, &keys) else {
+                break;
+            };
+            file = next;
+            let Err(more) = Self::from_file_in(file.clone(), env, dev, base_dir) else {
+                break;
+            };
+            if !add(&mut errors, more) {
+                break;
+            }
+        }
+        // Found round by round, shown section by section as the file has them.
+        let section_at = |e: &ConfigError| {
+            e.key()
+                .and_then(|key| {
+                    let section = key.split(['.', '[']).next().unwrap_or_default().to_owned();
+                    text.find(&format!("[{section}"))
+                })
+                .unwrap_or(usize::MAX)
+        };
+        errors.sort_by_key(section_at);
+        Err(ConfigError::all(errors))
     }
 
     pub fn from_file(
@@ -168,16 +322,87 @@ impl Config {
     ) -> Result<(Config, Vec<String>), ConfigError> {
         let env = &NonEmpty(env);
         let mut warnings = Vec::new();
+        // Each section is checked even when another failed: `--test` says everything at once.
+        let mut errors = Vec::new();
         let mut read_secret = |key, name, value: &mut Option<String>| {
             secret(key, name, value, env, dev, &mut warnings)
         };
-        let pass_secret = read_secret("pass.secret", ENV_JWT_SECRET, &mut file.pass.secret)?;
-        let admin_token = read_secret("admin.token", ENV_ADMIN_TOKEN, &mut file.admin.token)?;
-        let pass = pass::pass(&file.pass, pass_secret)?;
-        let rooms = rooms::rooms(&file, &pass.cookie_name, base_dir, &mut warnings)?;
-        let origin = origin::origin(&file.origin, &mut warnings)?;
-        let store = store::store(&mut file.store, env, &mut warnings)?;
-        let listen = listen::listen(&file.listen, env)?;
+        let pass_secret = read_secret("pass.secret", ENV_JWT_SECRET, &mut file.pass.secret);
+        let admin_token = read_secret("admin.token", ENV_ADMIN_TOKEN, &mut file.admin.token);
+        let pass_secret = keep(&mut errors, pass_secret);
+        let admin_token = keep(&mut errors, admin_token);
+        // Without a secret the other pass keys are still worth checking.
+        let pass = keep(
+            &mut errors,
+            pass::pass(
+                &file.pass,
+                pass_secret
+                    .clone()
+                    .unwrap_or_else(|| "x".repeat(MIN_SECRET_BYTES)),
+            ),
+        );
+        let cookie_name = pass
+            .as_ref()
+            .map_or_else(|| file.pass.cookie_name.clone(), |p| p.cookie_name.clone());
+        let rooms = keep(
+            &mut errors,
+            rooms::rooms(&file, &cookie_name, base_dir, &mut warnings),
+        );
+        let origin = keep(&mut errors, origin::origin(&file.origin, &mut warnings));
+        let store = keep(
+            &mut errors,
+            store::store(&mut file.store, env, &mut warnings),
+        );
+        let listen = keep(&mut errors, listen::listen(&file.listen, env));
+        let log = keep(&mut errors, log::log(&file.log));
+        let rate_limit = keep(&mut errors, rate_limit::ip_limits(&file.rate_limit));
+        let admin_address = keep(
+            &mut errors,
+            values::socket_addr("admin.address", &file.admin.address),
+        );
+        let turnstile = keep(
+            &mut errors,
+            turnstile::turnstile(&mut file.turnstile, env, &mut warnings),
+        );
+        if let (Some(admin), Some(listen)) = (&admin_address, &listen)
+            && *admin == listen.address
+        {
+            keep(
+                &mut errors,
+                Err::<(), _>(invalid("admin.address", "must differ from listen.address")),
+            );
+        }
+        let (
+            Some(_),
+            Some(admin_token),
+            Some(pass),
+            Some(rooms),
+            Some(origin),
+            Some(store),
+            Some(listen),
+            Some(log),
+            Some(rate_limit),
+            Some(admin_address),
+            Some(turnstile),
+        ) = (
+            pass_secret,
+            admin_token,
+            pass,
+            rooms,
+            origin,
+            store,
+            listen,
+            log,
+            rate_limit,
+            admin_address,
+            turnstile,
+        )
+        else {
+            return Err(ConfigError::all(errors));
+        };
+        if !errors.is_empty() {
+            return Err(ConfigError::all(errors));
+        }
         if rooms.iter().any(|r| r.route.host.is_none()) && !listen.hosts.is_empty() {
             warnings.push(
                 "listen.hosts has no effect while a room has no host: every host is served".into(),
@@ -193,23 +418,20 @@ impl Config {
             pid_file: listen.pid_file,
             hosts: listen.hosts,
             connections: listen.connections,
-            log: log::log(&file.log)?,
+            log,
             origin,
             rooms,
             pass,
             store,
-            rate_limit: rate_limit::ip_limits(&file.rate_limit)?,
-            admin_address: values::socket_addr("admin.address", &file.admin.address)?,
+            rate_limit,
+            admin_address,
             admin_token,
             admin_ready_requires_store: file.admin.ready_requires_store,
-            turnstile: turnstile::turnstile(&mut file.turnstile, env, &mut warnings)?,
+            turnstile,
             file,
             source: None,
             dev,
         };
-        if config.admin_address == config.listen {
-            return Err(invalid("admin.address", "must differ from listen.address"));
-        }
         Ok((config, warnings))
     }
 }

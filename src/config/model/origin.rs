@@ -41,16 +41,7 @@ pub(crate) fn origin(
     origin: &OriginSection,
     warnings: &mut Vec<String>,
 ) -> Result<OriginConfig, ConfigError> {
-    let (origin_host, origin_port) = origin
-        .address
-        .rsplit_once(':')
-        .ok_or_else(|| invalid("origin.address", "must be host:port"))?;
-    if origin_host.is_empty() || origin_port.parse::<u16>().is_err() {
-        return Err(invalid(
-            "origin.address",
-            format!("{:?} is not host:port", origin.address),
-        ));
-    }
+    let (origin_host, _) = super::values::host_port("origin.address", &origin.address)?;
     if origin.ca_file.is_some() && !origin.tls {
         return Err(invalid("origin.ca_file", "needs origin.tls = true"));
     }

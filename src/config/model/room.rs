@@ -297,6 +297,28 @@ impl RoomSettings {
         })
     }
 
+    /// [`Self::from_section`] with every key's error, not only the first: after each, the key
+    /// at fault is set aside (its default, or 1 for a required count; an event and those after
+    /// it, whose places would shift otherwise) and the rest checked again.
+    pub fn from_section_all(s: &RoomSection) -> Result<Self, ConfigError> {
+        let mut errors = Vec::new();
+        let mut current = s.clone();
+        loop {
+            match Self::from_section(&current) {
+                Ok(settings) if errors.is_empty() => return Ok(settings),
+                Ok(_) => return Err(ConfigError::all(errors)),
+                Err(e) => {
+                    let next = e.key().and_then(|key| set_aside(&current, &key));
+                    errors.push(e);
+                    match next {
+                        Some(next) if errors.len() < 50 => current = next,
+                        _ => return Err(ConfigError::all(errors)),
+                    }
+                }
+            }
+        }
+    }
+
     /// The settings in effect at `now`: the room's own, or those of the event governing it (not
     /// suspended), with its overrides. Also the moment they may next change.
     pub fn at(&self, now: Millis) -> (RoomSettings, Millis) {
@@ -357,8 +379,8 @@ impl RoomSettings {
                 ));
             }
         }
-        let section = merge_patch(&self.section, changes).map_err(|e| invalid("room", e))?;
-        Self::from_section(&section)
+        let section = merge_patch_named(&self.section, changes, "room")?;
+        Self::from_section_all(&section)
     }
 
     pub fn limits(&self) -> Limits {
@@ -395,6 +417,98 @@ where
         serde_json::to_value(current).map_err(|e| format!("cannot be serialised: {e}"))?;
     json_patch::merge(&mut merged, &serde_json::Value::Object(changes.clone()));
     serde_json::from_value(merged).map_err(|e| e.to_string())
+}
+
+/// [`merge_patch`] with its errors named `{prefix}.{key}` in the file's words: serde names no
+/// key, so each key alone finds the ones at fault.
+pub fn merge_patch_named<T>(
+    current: &T,
+    changes: &serde_json::Map<String, serde_json::Value>,
+    prefix: &str,
+) -> Result<T, ConfigError>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    merge_patch(current, changes).map_err(|whole| {
+        let errors: Vec<ConfigError> = changes
+            .iter()
+            .filter_map(|(key, value)| {
+                let one = serde_json::Map::from_iter([(key.clone(), value.clone())]);
+                let message = merge_patch(current, &one).err()?;
+                let (key, reason) = super::plain_words(&format!("{prefix}.{key}"), &message);
+                Some(invalid(&key, reason))
+            })
+            .collect();
+        if errors.is_empty() {
+            let (key, reason) = super::plain_words(prefix, &whole);
+            invalid(&key, reason)
+        } else {
+            ConfigError::all(errors)
+        }
+    })
+}
+
+/// A new event from a JSON object, its errors named `{prefix}.{key}` like a change's.
+pub fn new_event(
+    body: &serde_json::Value,
+    prefix: &str,
+) -> Result<crate::config::file::EventSection, ConfigError> {
+    let serde_json::Value::Object(fields) = body else {
+        return Err(invalid(prefix, "must be a JSON object of event keys"));
+    };
+    // Any error but a missing key is found against an event that has every required one.
+    let base = crate::config::file::EventSection {
+        name: String::new(),
+        description: None,
+        prequeue_start_time: None,
+        event_start_time: String::new(),
+        event_end_time: String::new(),
+        shuffle_at_event_start: false,
+        suspended: false,
+        total_active_users: None,
+        new_users_per_minute: None,
+        session_duration: None,
+        disable_session_renewal: None,
+        queueing_method: None,
+        heading: None,
+        message: None,
+    };
+    match serde_json::from_value(body.clone()) {
+        Ok(event) => Ok(event),
+        Err(e) if e.to_string().starts_with("missing field") => {
+            let (key, reason) = super::plain_words(prefix, &e.to_string());
+            Err(invalid(&key, reason))
+        }
+        Err(_) => merge_patch_named(&base, fields, prefix),
+    }
+}
+
+/// `section` without the key an error named, or None when that cannot go (or changes nothing).
+fn set_aside(section: &RoomSection, key: &str) -> Option<RoomSection> {
+    let rest = key.strip_prefix("room.")?;
+    let field = rest.split(['.', '[']).next()?;
+    let mut value = serde_json::to_value(section).ok()?;
+    let fields = value.as_object_mut()?;
+    match field {
+        "id" | "host" | "path" => return None,
+        "total_active_users" | "new_users_per_minute" => {
+            fields.insert(field.to_owned(), 1.into());
+        }
+        "events" => {
+            let from = rest
+                .strip_prefix("events[")
+                .and_then(|r| r.split(']').next())
+                .and_then(|i| i.parse::<usize>().ok())
+                .unwrap_or(0);
+            fields.get_mut("events")?.as_array_mut()?.truncate(from);
+        }
+        _ => {
+            fields.remove(field)?;
+        }
+    }
+    let next: RoomSection = serde_json::from_value(value).ok()?;
+    let moved = serde_json::to_value(&next).ok() != serde_json::to_value(section).ok();
+    moved.then_some(next)
 }
 
 fn crawler_ranges(s: &RoomSection) -> Result<Vec<(String, Cidr)>, ConfigError> {

@@ -41,6 +41,9 @@ struct Place<'a> {
 impl Place<'_> {
     /// The error of one section as the file spells its key.
     fn rename(&self, error: ConfigError) -> ConfigError {
+        if let ConfigError::Many(errors) = error {
+            return ConfigError::Many(errors.into_iter().map(|e| self.rename(e)).collect());
+        }
         let ConfigError::Invalid { key, reason } = error else {
             return error;
         };
@@ -91,6 +94,7 @@ pub(crate) fn rooms(
         )?],
         (None, entries) => {
             let mut rooms = Vec::with_capacity(entries.len());
+            let mut errors = Vec::new();
             let keys: Vec<(String, String, String)> = (0..entries.len())
                 .map(|i| {
                     (
@@ -110,7 +114,7 @@ pub(crate) fn rooms(
                         "autopilot"
                     },
                 };
-                rooms.push(one_room(
+                match one_room(
                     &entry.room,
                     entry.page.as_ref().unwrap_or(&file.page),
                     entry.autopilot.as_ref().unwrap_or(&file.autopilot),
@@ -118,7 +122,13 @@ pub(crate) fn rooms(
                     format!("{cookie_name}-{}", entry.room.id),
                     base_dir,
                     warnings,
-                )?);
+                ) {
+                    Ok(room) => rooms.push(room),
+                    Err(e) => errors.extend(e.into_list()),
+                }
+            }
+            if !errors.is_empty() {
+                return Err(ConfigError::all(errors));
             }
             rooms
         }
@@ -137,38 +147,64 @@ fn one_room(
     base_dir: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<RoomConfig, ConfigError> {
-    let checked = || -> Result<RoomConfig, ConfigError> {
-        check_room_id(&section.id)?;
-        let route = Route {
-            host: section
-                .host
-                .as_deref()
-                .map(|h| canonical::host("room.host", h))
-                .transpose()?,
-            path: canonical::room_path(&section.path)?,
-        };
-        let settings = RoomSettings::from_section(section)?;
-        warnings.extend(unanchored(
-            &format!("{}.bypass", place.room),
-            &section.bypass,
-            "lets through",
-        ));
-        warnings.extend(unanchored(
-            &format!("{}.websocket_paths", place.room),
-            &section.websocket_paths,
-            "lets a tunnel open on",
-        ));
-        Ok(RoomConfig {
-            id: section.id.clone(),
-            route,
-            branding: page::branding(page_section, &settings.name)?,
-            custom_page: page::custom_page(page_section, base_dir, warnings)?,
-            autopilot: autopilot::autopilot(autopilot_section)?,
+    // Each part is checked even when another failed: `--test` says everything at once.
+    let mut errors = Vec::new();
+    let mut keep = |result: Result<(), ConfigError>| {
+        if let Err(e) = result {
+            errors.extend(place.rename(e).into_list());
+        }
+    };
+    let mut id = None;
+    keep(check_room_id(&section.id).map(|()| id = Some(section.id.clone())));
+    let mut host = None;
+    keep(
+        section
+            .host
+            .as_deref()
+            .map(|h| canonical::host("room.host", h))
+            .transpose()
+            .map(|h| host = Some(h)),
+    );
+    let mut path = None;
+    keep(canonical::room_path(&section.path).map(|p| path = Some(p)));
+    let mut settings = None;
+    keep(RoomSettings::from_section_all(section).map(|s| settings = Some(s)));
+    let mut branding = None;
+    keep(page::branding(page_section, &section.name).map(|b| branding = Some(b)));
+    let mut custom_page = None;
+    keep(page::custom_page(page_section, base_dir, warnings).map(|c| custom_page = Some(c)));
+    let mut pilot = None;
+    keep(autopilot::autopilot(autopilot_section).map(|a| pilot = Some(a)));
+    warnings.extend(unanchored(
+        &format!("{}.bypass", place.room),
+        &section.bypass,
+        "lets through",
+    ));
+    warnings.extend(unanchored(
+        &format!("{}.websocket_paths", place.room),
+        &section.websocket_paths,
+        "lets a tunnel open on",
+    ));
+    match (id, host, path, settings, branding, custom_page, pilot) {
+        (
+            Some(id),
+            Some(host),
+            Some(path),
+            Some(settings),
+            Some(branding),
+            Some(custom_page),
+            Some(autopilot),
+        ) if errors.is_empty() => Ok(RoomConfig {
+            id,
+            route: Route { host, path },
+            branding,
+            custom_page,
+            autopilot,
             settings,
             cookie_name,
-        })
-    };
-    checked().map_err(|e| place.rename(e))
+        }),
+        _ => Err(ConfigError::all(errors)),
+    }
 }
 
 /// A pattern starting with `*` matches anywhere in a path: `*.css` is meant for stylesheets,

@@ -4,6 +4,7 @@
 use super::bypass;
 use super::store::masked_url;
 use super::{Config, ConfigError, Environment, invalid};
+use crate::config::file::RoomSection;
 
 /// The minimum length of the pass-signing secret and of the admin token.
 pub const MIN_SECRET_BYTES: usize = 32;
@@ -87,13 +88,18 @@ impl Config {
             .iter_mut()
             .chain(file.rooms.iter_mut().map(|entry| &mut entry.room));
         for room in rooms {
-            for rule in &mut room.bypass_headers {
-                *rule = bypass::masked(rule, ':');
-            }
-            for rule in &mut room.bypass_cookies {
-                *rule = bypass::masked(rule, '=');
-            }
+            mask_room(room);
         }
         toml::to_string_pretty(&file).unwrap_or_else(|e| format!("# cannot print: {e}\n"))
+    }
+}
+
+/// A room's bypass secrets masked, wherever its settings are shown.
+pub fn mask_room(room: &mut RoomSection) {
+    for rule in &mut room.bypass_headers {
+        *rule = bypass::masked(rule, ':');
+    }
+    for rule in &mut room.bypass_cookies {
+        *rule = bypass::masked(rule, '=');
     }
 }

@@ -105,6 +105,9 @@ pub(crate) fn store(
             },
         },
     };
+    if let Backend::Redis { url } = &backend {
+        redis_url(url)?;
+    }
     if section.prefix.is_empty() {
         return Err(invalid("store.prefix", "cannot be empty"));
     }
@@ -185,6 +188,79 @@ fn sentinel_url(
         "{scheme}+sentinel://{userinfo}{}/{master}{db}",
         sentinels.join(",")
     ))
+}
+
+/// The schemes the Redis client is given: a server, over TLS, a cluster (its nodes listed), a
+/// local socket.
+const SCHEMES: &[&str] = &[
+    "redis://",
+    "rediss://",
+    "redis+cluster://",
+    "rediss+cluster://",
+    "redis+sentinel://",
+    "rediss+sentinel://",
+    "redis+unix://",
+    "unix://",
+];
+
+/// `store.url` in the form the client takes, checked here so that `--test` refuses what the
+/// start would: the scheme, and each host with a port of 1-65535. Never shows the password.
+fn redis_url(url: &str) -> Result<(), ConfigError> {
+    let key = "store.url";
+    let shown = masked_url(url);
+    let Some(scheme) = SCHEMES.iter().find(|s| url.starts_with(**s)) else {
+        let reason = match url.split_once("://") {
+            Some((scheme, _)) => format!(
+                "{shown:?}: {scheme}:// is not a Redis scheme (redis://, rediss:// for TLS, \
+                 redis+cluster:// or rediss+cluster:// for a cluster, redis+sentinel:// or \
+                 rediss+sentinel:// for Sentinels)"
+            ),
+            None => format!(
+                "{shown:?} has no scheme: write redis://{shown} (rediss:// for TLS, \
+                 redis+cluster:// for a cluster)"
+            ),
+        };
+        return Err(invalid(key, reason));
+    };
+    let rest = &url[scheme.len()..];
+    if scheme.contains("unix") {
+        return if rest.starts_with('/') {
+            Ok(())
+        } else {
+            Err(invalid(
+                key,
+                format!("{shown:?}: a socket URL names a path, like unix:///run/redis.sock"),
+            ))
+        };
+    }
+    // The user information ends at the last `@` (a password may hold one unencoded).
+    let hosts = rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts);
+    let hosts = hosts.split(['/', '?']).next().unwrap_or("");
+    if hosts.is_empty() {
+        return Err(invalid(key, format!("{shown:?} names no host")));
+    }
+    let several = scheme.contains("cluster") || scheme.contains("sentinel");
+    if !several && hosts.contains(',') {
+        return Err(invalid(
+            key,
+            format!("{shown:?} names several hosts: a cluster's URL starts redis+cluster://"),
+        ));
+    }
+    for host in hosts.split(',').map(str::trim) {
+        // The port may be left out (6379).
+        let bare_v6 = host.starts_with('[') && host.ends_with(']');
+        if bare_v6 || !host.contains(':') {
+            if host.is_empty() || host == "[]" {
+                return Err(invalid(key, format!("{shown:?} names an empty host")));
+            }
+            continue;
+        }
+        super::values::host_port(key, host).map_err(|e| match e {
+            ConfigError::Invalid { reason, .. } => invalid(key, format!("{shown:?}: {reason}")),
+            other => other,
+        })?;
+    }
+    Ok(())
 }
 
 /// A store URL with its password (or its whole user information, when it has no `:`) replaced

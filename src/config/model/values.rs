@@ -72,12 +72,62 @@ pub(crate) fn millis(d: Duration) -> i64 {
 }
 
 pub(crate) fn socket_addr(key: &str, text: &str) -> Result<SocketAddr, ConfigError> {
-    text.parse().map_err(|_| {
+    let (host, _) = host_port(key, text)?;
+    let address: SocketAddr = text.parse().map_err(|_| {
         invalid(
             key,
-            format!("{text:?} is not an address like 127.0.0.1:8080"),
+            format!(
+                "{host:?} is not an IP address: a listener binds an address like 127.0.0.1:8080 \
+                 or [::]:8080, not a name"
+            ),
         )
-    })
+    })?;
+    Ok(address)
+}
+
+/// `host:port` (`[v6]:port` for an IPv6 address) with a host and a port of 1-65535, said in
+/// plain words when not: answers the host and the port.
+pub(crate) fn host_port(key: &str, text: &str) -> Result<(String, u16), ConfigError> {
+    let example = "like 127.0.0.1:8080 or shop.internal:443";
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(invalid(
+            key,
+            format!("{text:?} has no port: write host:port, {example}"),
+        ));
+    };
+    if host.is_empty() || host == "[]" {
+        return Err(invalid(
+            key,
+            format!("{text:?} has no host: write host:port, {example}"),
+        ));
+    }
+    // A bare IPv6 address (`::1:8080`) cannot be told from its port.
+    if host.contains(':') && !(host.starts_with('[') && host.ends_with(']')) {
+        return Err(invalid(
+            key,
+            format!("{text:?}: an IPv6 address goes in brackets, like [::1]:8080"),
+        ));
+    }
+    if host
+        .bytes()
+        .any(|b| b.is_ascii_whitespace() || b"/@?#".contains(&b))
+    {
+        return Err(invalid(
+            key,
+            format!("{host:?} is not a host name or an IP address"),
+        ));
+    }
+    match port.parse::<u32>() {
+        Ok(port @ 1..=65535) => Ok((host.to_owned(), port as u16)),
+        Ok(port) => Err(invalid(
+            key,
+            format!("port {port} is not between 1 and 65535"),
+        )),
+        Err(_) => Err(invalid(
+            key,
+            format!("port {port:?} is not a number between 1 and 65535"),
+        )),
+    }
 }
 
 /// An optional file name that, when given, is not blank.

@@ -98,6 +98,7 @@ fn reloaded(result: Result<Reloaded, ReloadError>) -> Reply {
         Err(e @ ReloadError::NoRoom(_)) => error(404, e.to_string()),
         Err(e @ (ReloadError::Config(_) | ReloadError::Fixed { .. })) => error(400, e.to_string()),
         Err(e @ ReloadError::Store(_)) => error(503, e.to_string()),
+        Err(e @ ReloadError::LiveEvents { .. }) => error(409, e.to_string()),
     }
 }
 
@@ -219,6 +220,11 @@ impl AdminApp {
     async fn api(&self, session: &mut ServerSession, method: &str, rest: &str) -> Reply {
         match (method, rest) {
             ("GET", "rooms") => return self.rooms().await,
+            ("GET", "config") if self.rooms.len() != 1 => {
+                let rooms: Vec<serde_json::Value> =
+                    self.rooms.iter().map(RoomAdmin::config).collect();
+                return Reply::json(200, &serde_json::json!({ "rooms": rooms }));
+            }
             ("POST", "reload") => return reloaded(self.reloader.reload().await),
             _ => {}
         }

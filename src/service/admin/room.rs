@@ -11,11 +11,12 @@ use super::{ListenerState, error, read_body, read_json, reloaded};
 use crate::clock::SharedClock;
 use crate::config::RoomSettings;
 use crate::config::file::EventSection;
-use crate::config::model::merge_patch;
+use crate::config::model::{mask_room, merge_patch_named, new_event};
 use crate::core::room::RoomCounts;
 use crate::core::schedule::Phase;
 use crate::gate::Gate;
 use crate::respond::reply::Reply;
+use crate::room::changes;
 use crate::room::{LiveSettings, Room, StoreHealth};
 use crate::service::admission::{AdmissionLoop, Published, RoomLoop};
 use crate::service::reload::Reloader;
@@ -90,18 +91,30 @@ impl RoomAdmin {
     ) -> Reply {
         if let Some(name) = rest.strip_prefix("events/") {
             return match method {
-                "PUT" | "PATCH" => self.change_events(session, EventChange::Change(name)).await,
-                "DELETE" => self.change_events(session, EventChange::Delete(name)).await,
+                "PUT" | "PATCH" => {
+                    let by = format!("{method} /admin/events/{name}");
+                    self.change_events(session, EventChange::Change(name), &by)
+                        .await
+                }
+                "DELETE" => {
+                    let by = format!("DELETE /admin/events/{name}");
+                    self.change_events(session, EventChange::Delete(name), &by)
+                        .await
+                }
                 _ => error(405, "use PATCH (or PUT) or DELETE on events/{name}"),
             };
         }
         match (method, rest) {
             ("GET", "state") => self.state(admission, listener).await,
+            ("GET", "config") => Reply::json(200, &self.config()),
             ("GET", "events") => self.events(),
-            ("POST", "events") => self.change_events(session, EventChange::Add).await,
+            ("POST", "events") => {
+                self.change_events(session, EventChange::Add, "POST /admin/events")
+                    .await
+            }
             // RFC 7396 merge patch; PUT kept for the clients written before PATCH.
-            ("PATCH", "config") => self.patch_config(session, true).await,
-            ("PUT", "config") => self.patch_config(session, false).await,
+            ("PATCH", "config") => self.patch_config(session, "PATCH /admin/config").await,
+            ("PUT", "config") => self.patch_config(session, "PUT /admin/config").await,
             ("POST", "revoke") => self.revoke(session).await,
             ("POST", "autopilot") => self.pause_autopilot(session).await,
             ("POST", "reload") => reloaded(reloader.reload_room(&self.room_id).await),
@@ -174,6 +187,22 @@ impl RoomAdmin {
         )
     }
 
+    /// `GET /admin/config`: the settings as configured (the file and what changed live), and
+    /// each key that differs from the file with the file's value and when and how it changed.
+    pub fn config(&self) -> serde_json::Value {
+        let mut settings = self.settings.configured().section.clone();
+        let mut file = (*self.room_loop.file_section()).clone();
+        mask_room(&mut settings);
+        mask_room(&mut file);
+        let overrides = changes::overrides(&settings, &file, &self.room_loop.changes());
+        serde_json::json!({
+            "room": self.room_id,
+            "settings_version": self.room_loop.settings_version(),
+            "settings": settings,
+            "overrides": overrides,
+        })
+    }
+
     /// `GET /admin/events`: the scheduled events as configured, and the one governing now.
     fn events(&self) -> Reply {
         let configured = self.settings.configured();
@@ -194,13 +223,23 @@ impl RoomAdmin {
     }
 
     /// Adds, changes or deletes one event, validated with all the others, applied everywhere.
-    async fn change_events(&self, session: &mut ServerSession, change: EventChange<'_>) -> Reply {
+    async fn change_events(
+        &self,
+        session: &mut ServerSession,
+        change: EventChange<'_>,
+        by: &str,
+    ) -> Reply {
         let mut section = self.settings.configured().section.clone();
         let (status, answer) = match change {
             EventChange::Add => {
-                let event: EventSection = match read_json(session).await {
-                    Ok(event) => event,
+                let body: serde_json::Value = match read_json(session).await {
+                    Ok(body) => body,
                     Err(reply) => return reply,
+                };
+                let at = format!("room.events[{}]", section.events.len());
+                let event = match new_event(&body, &at) {
+                    Ok(event) => event,
+                    Err(e) => return error(400, e.to_string()),
                 };
                 if find(&section.events, &event.name).is_some() {
                     return error(409, format!("an event named {:?} exists", event.name));
@@ -219,9 +258,10 @@ impl RoomAdmin {
                 let serde_json::Value::Object(changes) = patch else {
                     return error(400, "body must be a JSON object of event keys");
                 };
-                let event = match merge_patch(&section.events[i], &changes) {
+                let at = format!("room.events[{i}]");
+                let event = match merge_patch_named(&section.events[i], &changes, &at) {
                     Ok(event) => event,
-                    Err(e) => return error(400, format!("not an event: {e}")),
+                    Err(e) => return error(400, e.to_string()),
                 };
                 if event.name != name && find(&section.events, &event.name).is_some() {
                     return error(409, format!("an event named {:?} exists", event.name));
@@ -243,7 +283,7 @@ impl RoomAdmin {
         };
         // No key of an event is held during an outage: it is refused, saying what can be
         // changed now.
-        match self.room_loop.change_settings(settings, &[]).await {
+        match self.room_loop.change_settings(settings, &[], by).await {
             Ok(_) => match answer {
                 Some(event) => Reply::json(status, &event),
                 None => Reply::json(status, &serde_json::json!({ "deleted": true })),
@@ -252,9 +292,10 @@ impl RoomAdmin {
         }
     }
 
-    /// `strict`: PATCH names its patch format (RFC 5789: 415 otherwise); PUT, the alias kept
-    /// for scripts written before PATCH, reads any body as the JSON merge patch it always was.
-    async fn patch_config(&self, session: &mut ServerSession, strict: bool) -> Reply {
+    /// PATCH names its patch format (RFC 5789: 415 otherwise); PUT, the alias kept for scripts
+    /// written before PATCH, is held to the same: a form or text body is a mistake, not a patch.
+    /// `by` names the request in the record of changes.
+    async fn patch_config(&self, session: &mut ServerSession, by: &str) -> Reply {
         let content_type = session
             .req_header()
             .headers
@@ -267,8 +308,7 @@ impl RoomAdmin {
                     .trim()
                     .to_ascii_lowercase()
             });
-        if strict
-            && let Some(content_type) = content_type
+        if let Some(content_type) = content_type
             && content_type != "application/merge-patch+json"
             && content_type != "application/json"
         {
@@ -294,7 +334,7 @@ impl RoomAdmin {
             .as_object()
             .map(|changes| changes.keys().map(String::as_str).collect())
             .unwrap_or_default();
-        match self.room_loop.change_settings(settings, &keys).await {
+        match self.room_loop.change_settings(settings, &keys, by).await {
             Ok(Published::Saved(section)) => Reply::json(200, &section),
             // Accepted, not done: applied on this instance, every other one learns it when the
             // store answers again.

@@ -23,6 +23,7 @@ mod calls;
 mod conn;
 mod deferred;
 mod joins;
+mod peek;
 mod revocations;
 mod scripts;
 mod sentinel;
@@ -50,6 +51,7 @@ pub use deferred::DeferredRedisStore;
 use calls::{Calls, SWEEP_SHARDS_PER_ROUND, beat_shard};
 use conn::{Connections, within};
 use joins::Joins;
+pub use peek::peek_settings;
 use revocations::{Follower, Revocations};
 use scripts::corrupt;
 
