@@ -45,8 +45,8 @@
 # 1 000 000 (so that raising total_active_users calls the next CALL visitors in one admission
 # round), abandon_after 10m, session_duration 1h, refresh_interval the default 20 s (heartbeat
 # every 15 s), keepalive_timeout 10m (the idle connections outlive the measurement),
-# listen.max_connections and max_event_streams PAGES + 1000, the per-address limits off (one
-# machine plays the crowd), access log off. Everything listens on 127.0.0.1; every process
+# listen.max_connections and max_event_streams PAGES + 1000, the per-address limits (tickets,
+# streams) off (one machine plays the crowd), access log off. Everything listens on 127.0.0.1; every process
 # started here is stopped on exit. Results: load/results/open-pages-<time>.md (git-ignored).
 set -euo pipefail
 
@@ -248,6 +248,8 @@ threads = $THREADS
 keepalive_timeout = "10m"
 max_connections = $LIMIT
 max_event_streams = $LIMIT
+# One machine opens every page: the per-address share of streams would refuse all but a few.
+max_event_streams_per_ip = 0
 
 [origin]
 address = "127.0.0.1:$ORIGIN_PORT"
