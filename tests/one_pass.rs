@@ -358,17 +358,25 @@ async fn one_address_cannot_take_a_room_with_space_across_redis_proxies() {
     one_address_gets_one_new_place_a_minute(&proxies).await;
 }
 
+const ONE_NETWORK_ROOM: &str =
+    "total_active_users = 1\nnew_users_per_minute = 600\nsession_duration = \"2m\"";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ticket_of_a_pass_revoked_for_sharing_is_refused_on_memory() {
+    let proxy = memory_proxy(ONE_NETWORK_ROOM, "max_networks = 1", "");
+    the_ticket_of_a_pass_revoked_for_sharing_is_refused_too(std::slice::from_ref(&proxy)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ticket_of_a_pass_revoked_for_sharing_is_refused_across_redis_proxies() {
+    let redis = RedisServer::start();
+    let proxies = redis_proxies(&redis, ONE_NETWORK_ROOM, "max_networks = 1", "");
+    the_ticket_of_a_pass_revoked_for_sharing_is_refused_too(&proxies).await;
+}
+
 /// The ticket a shared pass came from (kept by the farm) is refused like the pass: no place in
 /// line under the revoked visitor's id, on any proxy.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_ticket_of_a_pass_revoked_for_sharing_is_refused_too() {
-    let redis = RedisServer::start();
-    let proxies = redis_proxies(
-        &redis,
-        "total_active_users = 1\nnew_users_per_minute = 600\nsession_duration = \"2m\"",
-        "max_networks = 1",
-        "",
-    );
+async fn the_ticket_of_a_pass_revoked_for_sharing_is_refused_too(proxies: &[TestProxy]) {
     let mut occupant = visitor_on(&proxies[0].base, "192.0.2.1", None);
     assert!(occupant.get("/drop").await.reached_origin());
     let mut waiter = visitor_on(&proxies[0].base, "198.51.100.7", None);
@@ -381,7 +389,11 @@ async fn the_ticket_of_a_pass_revoked_for_sharing_is_refused_too() {
     })
     .await;
     // The pass used from a second network: revoked.
-    let mut copy = visitor_on(&proxies[1].base, "203.0.113.5", Some(ticket.clone()));
+    let mut copy = visitor_on(
+        &proxies[1 % proxies.len()].base,
+        "203.0.113.5",
+        Some(ticket.clone()),
+    );
     assert_eq!(copy.get("/drop").await.status, 403);
     for proxy in &proxies {
         let mut replay = visitor_on(&proxy.base, "198.51.100.7", Some(ticket.clone()));

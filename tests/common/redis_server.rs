@@ -105,6 +105,21 @@ impl RedisServer {
         tls: Option<(PathBuf, PathBuf, PathBuf)>,
         access: Access,
     ) -> Self {
+        Self::launch_with_args(dir, tls, access, Vec::new())
+    }
+
+    /// A replica of `master` (without persistence, like `start`).
+    pub fn start_replica_of(master: &RedisServer) -> Self {
+        let replica_of = ["--replicaof", "127.0.0.1", &master.port.to_string()].map(String::from);
+        Self::launch_with_args(None, None, Access::Anyone, replica_of.to_vec())
+    }
+
+    fn launch_with_args(
+        dir: Option<tempfile::TempDir>,
+        tls: Option<(PathBuf, PathBuf, PathBuf)>,
+        access: Access,
+        extra: Vec<String>,
+    ) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -114,31 +129,8 @@ impl RedisServer {
             dir,
             tls,
             cluster: false,
-            extra: Vec::new(),
+            extra,
             access,
-            child: None,
-        };
-        server.spawn();
-        server
-    }
-
-    /// A replica of `master` (without persistence, like `start`).
-    pub fn start_replica_of(master: &RedisServer) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let mut server = Self {
-            port,
-            dir: None,
-            tls: None,
-            cluster: false,
-            extra: vec![
-                "--replicaof".into(),
-                "127.0.0.1".into(),
-                master.port.to_string(),
-            ],
-            access: Access::Anyone,
             child: None,
         };
         server.spawn();

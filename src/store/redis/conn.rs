@@ -305,6 +305,15 @@ pub(super) async fn connect(
     Ok(Connections { conn, feed, pushes })
 }
 
+/// The user information of what follows a URL's `://` (`user:password@`, or empty: it ends at
+/// the last `@`, as a password may hold one) and the rest.
+pub(super) fn user_info(rest: &str) -> (String, &str) {
+    match rest.rsplit_once('@') {
+        Some((credentials, rest)) => (format!("{credentials}@"), rest),
+        None => (String::new(), rest),
+    }
+}
+
 /// The node URLs of a `redis+cluster://` or `rediss+cluster://` URL, None for any other URL.
 fn cluster_nodes(url: &str) -> Option<Vec<String>> {
     let (scheme, rest) = if let Some(rest) = url.strip_prefix("redis+cluster://") {
@@ -312,10 +321,7 @@ fn cluster_nodes(url: &str) -> Option<Vec<String>> {
     } else {
         ("rediss", url.strip_prefix("rediss+cluster://")?)
     };
-    let (credentials, hosts) = match rest.rsplit_once('@') {
-        Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
-        None => (String::new(), rest),
-    };
+    let (credentials, hosts) = user_info(rest);
     Some(
         hosts
             .split(',')

@@ -38,10 +38,7 @@ impl SentinelUrl {
         } else {
             ("rediss", url.strip_prefix("rediss+sentinel://")?)
         };
-        let (userinfo, rest) = match rest.rsplit_once('@') {
-            Some((userinfo, rest)) => (format!("{userinfo}@"), rest),
-            None => (String::new(), rest),
-        };
+        let (userinfo, rest) = super::conn::user_info(rest);
         let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
         let mut parts = path.split('/').filter(|p| !p.is_empty());
         let master_name = parts.next().unwrap_or_default().to_owned();
