@@ -395,7 +395,7 @@ async fn the_ticket_of_a_pass_revoked_for_sharing_is_refused_too(proxies: &[Test
         Some(ticket.clone()),
     );
     assert_eq!(copy.get("/drop").await.status, 403);
-    for proxy in &proxies {
+    for proxy in proxies {
         let mut replay = visitor_on(&proxy.base, "198.51.100.7", Some(ticket.clone()));
         refused_403(&replay, "/__waitroom/status", true).await;
         assert_eq!(replay.get("/drop").await.status, 403);
