@@ -680,6 +680,7 @@ async fn a_suspension_held_during_an_outage_is_laid_over_what_another_instance_s
         "a new version, as any change"
     );
     let saved: serde_json::Value = serde_json::from_str(&saved.json).unwrap();
+    let saved = &saved["room"];
     assert_eq!(saved["suspended"], true, "the held key wins: {saved}");
     assert_eq!(
         saved["total_active_users"], 9,
