@@ -31,3 +31,8 @@ ROOMS=2 load/flashcrowd.sh redis
 # best limit; one proxy on the memory store, then two proxies sharing one Redis.
 SHORT=1 WAITROOM_BIN="$PWD/target/debug/waitroom-proxy" load/autopilot.sh
 SHORT=1 REDIS=1 WAITROOM_BIN="$PWD/target/debug/waitroom-proxy" load/autopilot.sh
+# A few minutes of the soak (issue 23): waves of crowds on two proxies sharing Redis, the leader
+# killed and Redis restarted once each; fails when memory, descriptors, threads or Redis keys
+# grow after the warm-up beyond their bounds (load/soak.py). The hour-long run is in BENCHMARKS.md.
+DURATION=180 WARMUP=60 KILL_LEADER=70 RESTART_REDIS=110 \
+  WAITROOM_BIN=target/debug/waitroom-proxy load/soak.sh
