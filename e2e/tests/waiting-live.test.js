@@ -192,8 +192,10 @@ test('(d) beyond listen.max_event_streams a page polls at the refresh interval a
   const streamB = pageB.waitForResponse((r) => pathOf(r) === '/__waitroom/events');
   await pageB.goto(`${room.base}/product/43`);
   const refused = await streamB;
-  assert.equal(refused.status(), 503);
+  // 204: an EventSource stops for good (no reconnection), and the page polls instead.
+  assert.equal(refused.status(), 204);
   assert.equal(refused.headers()['retry-after'], '2');
+  assert.equal(refused.headers()['x-waitroom-stream'], 'refused; reason=proxy');
   assert.equal(await shownNumber(pageB), '3');
   await pageB.evaluate(() => {
     window.__sameDocument = 'yes';
