@@ -236,24 +236,13 @@ async fn the_live_cap_holds_and_frees_when_tickets_leave_or_are_let_in() {
 }
 
 fn redis_proxies(redis: &RedisServer, rate_limit: &str) -> Vec<TestProxy> {
-    let origin = StubOrigin::start();
-    let rest = format!(
-        "[store]\nbackend = \"redis\"\nurl = \"{}\"\nleader_ttl = \"1s\"\n\n{rate_limit}",
-        redis.url()
-    );
-    (0..2)
-        .map(|_| {
-            TestProxy::start_real_time_sections(
-                &origin,
-                Sections {
-                    listen: TRUST_LOOPBACK,
-                    room: "total_active_users = 1\nnew_users_per_minute = 60\nqueue_all = true",
-                    rest: &rest,
-                    ..Sections::default()
-                },
-            )
-        })
-        .collect()
+    let sections = Sections {
+        listen: TRUST_LOOPBACK,
+        room: "total_active_users = 1\nnew_users_per_minute = 60\nqueue_all = true",
+        rest: rate_limit,
+        ..Sections::default()
+    };
+    TestProxy::sharing_redis(2, &redis.url(), sections)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -48,25 +48,14 @@ fn memory_proxy(room: &str, pass: &str, rest: &str) -> TestProxy {
 }
 
 fn redis_proxies(redis: &RedisServer, room: &str, pass: &str, rest: &str) -> Vec<TestProxy> {
-    let origin = StubOrigin::start();
-    let store = format!(
-        "[store]\nbackend = \"redis\"\nurl = \"{}\"\nleader_ttl = \"1s\"\ncommand_timeout = \"500ms\"\n{rest}",
-        redis.url()
-    );
-    (0..2)
-        .map(|_| {
-            TestProxy::start_real_time_sections(
-                &origin,
-                Sections {
-                    listen: BEHIND_A_BALANCER,
-                    room,
-                    pass,
-                    rest: &store,
-                    ..Sections::default()
-                },
-            )
-        })
-        .collect()
+    let sections = Sections {
+        listen: BEHIND_A_BALANCER,
+        room,
+        pass,
+        rest,
+        ..Sections::default()
+    };
+    TestProxy::sharing_redis(2, &redis.url(), sections)
 }
 
 /// A pass used from a fourth network is revoked on every proxy: its holders are told why (403,

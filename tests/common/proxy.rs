@@ -193,6 +193,19 @@ impl TestProxy {
         Self::launch(origin.addr, s, origin.clone(), true)
     }
 
+    /// `n` proxies on the real clock in front of one origin, sharing the Redis at `redis_url`
+    /// (leader_ttl 1 s): `s.rest` follows the `[store]` section.
+    pub fn sharing_redis(n: usize, redis_url: &str, s: Sections) -> Vec<Self> {
+        let origin = StubOrigin::start();
+        let rest = format!(
+            "[store]\nbackend = \"redis\"\nurl = \"{redis_url}\"\nleader_ttl = \"1s\"\n\n{}",
+            s.rest
+        );
+        (0..n)
+            .map(|_| Self::start_real_time_sections(&origin, Sections { rest: &rest, ..s }))
+            .collect()
+    }
+
     fn launch(origin_addr: SocketAddr, s: Sections, origin: StubOrigin, real_time: bool) -> Self {
         let (listen, admin) = (free_port(), free_port());
         let dir = tempfile::tempdir().unwrap();
