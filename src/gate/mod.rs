@@ -424,8 +424,10 @@ impl Gate {
         }
         let now = self.clock.now_ms();
         let session_ms = settings.limits().session_ms;
+        // Formatted only when networks are counted: this runs on every pass holder's request.
         let network = req
             .client_ip
+            .filter(|_| limits.max_networks > 0)
             .map(|ip| network_key(ip, self.ip_limits.ipv6_prefix));
         let verdict = self
             .pass_use

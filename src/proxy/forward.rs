@@ -237,6 +237,11 @@ fn keep_out_of_shared_caches(response: &mut ResponseHeader) -> pingora::Result<(
     for name in CDN_CACHE_HEADERS {
         response.remove_header(name);
     }
+    // This runs on every pass holder's page: an origin that already says `private` in one line,
+    // without `public` or `s-maxage`, is left as it is, with no allocation.
+    if already_private(&response.headers) {
+        return Ok(());
+    }
     let mut directives: Vec<String> = response
         .headers
         .get_all(http::header::CACHE_CONTROL)
@@ -257,6 +262,26 @@ fn keep_out_of_shared_caches(response: &mut ResponseHeader) -> pingora::Result<(
     response.insert_header(http::header::CACHE_CONTROL, directives.join(", "))
 }
 
+/// One Cache-Control line that says `private` and neither `public` nor `s-maxage`.
+fn already_private(headers: &http::HeaderMap) -> bool {
+    let mut lines = headers.get_all(http::header::CACHE_CONTROL).iter();
+    let (Some(line), None) = (lines.next(), lines.next()) else {
+        return false;
+    };
+    let Ok(line) = line.to_str() else {
+        return false;
+    };
+    let mut private = false;
+    for directive in line.split(',') {
+        let name = directive.split('=').next().unwrap_or("").trim();
+        if name.eq_ignore_ascii_case("public") || name.eq_ignore_ascii_case("s-maxage") {
+            return false;
+        }
+        private |= name.eq_ignore_ascii_case("private");
+    }
+    private
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +300,16 @@ mod tests {
             .unwrap()
             .to_str()
             .unwrap()
+    }
+
+    #[test]
+    fn a_private_answer_is_left_as_the_origin_wrote_it() {
+        let mut r = response(&[("cache-control", "private,max-age=60")]);
+        keep_out_of_shared_caches(&mut r).unwrap();
+        assert_eq!(cache_control(&r), "private,max-age=60");
+        let mut r = response(&[("cache-control", "private, public")]);
+        keep_out_of_shared_caches(&mut r).unwrap();
+        assert_eq!(cache_control(&r), "private");
     }
 
     #[test]
