@@ -11,10 +11,14 @@ WORKERS * 1000 / SERVICE_MS requests per second. That is the knee the autopilot 
 
 Control and measurement, on the same port (never queued behind the workers):
 
-    GET  /__knee/stats[?window=10]   JSON: settings, in flight (busy + queued), requests and
+    GET  /__knee/stats[?window=10][&excuse=0]
+                                     JSON: settings, in flight (busy + queued), requests and
                                      503s so far, and p50/p95/p99/max latency (ms, arrival to
                                      answer) and req/s of the requests served in the last
-                                     `window` seconds (1-60)
+                                     `window` seconds (1-60); with `excuse` seconds, the
+                                     latencies leave out the one stretch that long (whole
+                                     seconds) whose removal lowers the p95 most, named in
+                                     `excused_s` (seconds before now): one probe of the knee
     POST /__knee/config?service_ms=100[&workers=8][&jitter=0.2][&queue_limit=0]
                                      changes the service time (or the rest) while it runs;
                                      answers the new settings
@@ -113,10 +117,11 @@ class Knee:
                     self.done.popleft()
         return True
 
-    def stats(self, window_s):
+    def stats(self, window_s, excuse_s=0):
         now = time.monotonic()
         with self.lock:
-            recent = sorted(ms for t, ms in self.done if t >= now - window_s)
+            timed = [(now - t, ms) for t, ms in self.done if t >= now - window_s]
+            recent = sorted(ms for _, ms in timed)
             out = self._settings()
             out.update(
                 {
@@ -130,10 +135,29 @@ class Knee:
                     "rps": round(len(recent) / window_s, 1),
                 }
             )
+        if excuse_s > 0 and recent:
+            out["p95_all_ms"] = round(nearest_rank(recent, 0.95), 1)
+            recent, out["excused_s"] = without_worst_stretch(timed, window_s, excuse_s)
         for name, q in (("p50_ms", 0.50), ("p95_ms", 0.95), ("p99_ms", 0.99)):
             out[name] = round(nearest_rank(recent, q), 1) if recent else None
         out["max_ms"] = round(recent[-1], 1) if recent else None
         return out
+
+
+def without_worst_stretch(timed, window_s, excuse_s):
+    """The latencies (sorted) of `timed` ((age s, ms) pairs) without the `excuse_s` seconds,
+    starting on a whole second of age, whose removal leaves the lowest p95; and that stretch."""
+    best = None
+    start = 0.0
+    while start + excuse_s <= window_s:
+        kept = sorted(ms for age, ms in timed if not start <= age < start + excuse_s)
+        p95 = nearest_rank(kept, 0.95) if kept else 0.0
+        if best is None or p95 < best[0]:
+            best = (p95, kept, [start, start + excuse_s])
+        start += 1.0
+    if best is None:
+        return sorted(ms for _, ms in timed), None
+    return best[1], best[2]
 
 
 def nearest_rank(sorted_values, q):
@@ -168,7 +192,10 @@ class Handler(BaseHTTPRequestHandler):
                 window = float(query.get("window", ["10"])[0])
                 if not 1.0 <= window <= WINDOW_KEEP_S:
                     raise ValueError("window must be between 1 and 60 seconds")
-                return self._json(200, self.knee.stats(window))
+                excuse = float(query.get("excuse", ["0"])[0])
+                if not 0.0 <= excuse < window:
+                    raise ValueError("excuse must be at least 0 and shorter than the window")
+                return self._json(200, self.knee.stats(window, excuse))
             if path in ("/__knee/config", "/__knee/service_time") and self.command == "POST":
                 changes = {}
                 for key, name, parse, lowest in (
