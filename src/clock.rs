@@ -3,13 +3,18 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jiff::Timestamp;
 use jiff::fmt::temporal::DateTimePrinter;
 
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
+
+/// A duration in [`Millis`], saturating: a far timer stays far rather than wrapping.
+pub fn millis(d: Duration) -> Millis {
+    Millis::try_from(d.as_millis()).unwrap_or(Millis::MAX)
+}
 
 pub trait Clock: Send + Sync + 'static {
     fn now_ms(&self) -> Millis;

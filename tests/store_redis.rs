@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use waitroom::clock::{Clock, ManualClock, Millis};
-use waitroom::core::autopilot::{Outcome, Setpoint, Signal, window_start};
+use waitroom::core::autopilot::{Exchange, Setpoint, Signal, window_start};
 use waitroom::core::ip_limit::{IpClaim, IpLimits, RETAIN_LIVE_MS};
 use waitroom::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 use waitroom::store::redis::{RedisOptions, RedisStore, TimeSource};
@@ -492,7 +492,7 @@ async fn malformed_data_is_reported_as_corrupt() {
 fn responses(started_at: Millis, n: u64, latency_ms: u64) -> Signal {
     let mut w = Signal::new(started_at);
     for _ in 0..n {
-        w.record(Outcome::Response {
+        w.record(Exchange::Response {
             status: 200,
             latency: Duration::from_millis(latency_ms),
         });

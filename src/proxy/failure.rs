@@ -5,7 +5,7 @@ use pingora_core::{Error, ErrorSource, ErrorType};
 use pingora_proxy::{FailToProxy, Session};
 
 use super::{RequestCtx, WaitroomProxy};
-use crate::core::autopilot::Outcome as Exchange;
+use crate::core::autopilot::Exchange;
 use crate::respond::reply::Reply;
 
 /// `upstream_peer`'s error when no address is known for the origin's name.

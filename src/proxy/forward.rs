@@ -6,7 +6,7 @@ use pingora_http::{RequestHeader, ResponseHeader};
 use pingora_proxy::Session;
 
 use crate::config::model::ProtectedResponses;
-use crate::core::autopilot::Outcome as Exchange;
+use crate::core::autopilot::Exchange;
 use crate::request::client::forwarded_for;
 
 use super::{Front, RequestCtx, WaitroomProxy};

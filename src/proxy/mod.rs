@@ -32,7 +32,7 @@ pub use connections::{ConnectionLimits, ConnectionStats, Connections, FrontDoor}
 pub use events::{STREAMS_PER_VISITOR, StreamBudget};
 
 use crate::config::model::OriginConfig;
-use crate::core::autopilot::Outcome as Exchange;
+use crate::core::autopilot::Exchange;
 use crate::gate::{Decision, Gate, Outcome};
 use crate::request::canonical::Authority;
 use crate::request::client::{Cidr, ClientAddress, client_ip};

@@ -13,7 +13,7 @@ use arc_swap::ArcSwap;
 
 use crate::clock::SharedClock;
 use crate::config::model::AutopilotConfig;
-use crate::core::autopilot::{Outcome, Recorder, Signal, Status};
+use crate::core::autopilot::{Exchange, Recorder, Signal, Status};
 
 /// Finished windows kept while the store cannot take them: older ones are past what the leader
 /// still reads (`WINDOW_KEPT_FOR` windows), so the oldest goes first.
@@ -69,10 +69,10 @@ impl Pilot {
     }
 
     /// One origin exchange of a watched request, ended now.
-    pub fn record(&self, outcome: Outcome) {
+    pub fn record(&self, exchange: Exchange) {
         let now = self.clock.now_ms();
         let mut recording = self.lock();
-        if let Some(done) = recording.recorder.record(now, outcome) {
+        if let Some(done) = recording.recorder.record(now, exchange) {
             recording.keep(done);
         }
     }
@@ -141,7 +141,7 @@ mod tests {
     fn windows_are_handed_over_once_finished_and_only_with_exchanges() {
         let clock = ManualClock::starting_now();
         let p = pilot(&clock);
-        p.record(Outcome::Failed);
+        p.record(Exchange::Failed);
         assert!(p.take_finished().is_empty(), "the window is under way");
         clock.advance(Duration::from_secs(2));
         let done = p.take_finished();
@@ -169,7 +169,7 @@ mod tests {
     fn a_new_window_length_starts_a_new_window() {
         let clock = ManualClock::starting_now();
         let p = pilot(&clock);
-        p.record(Outcome::Failed);
+        p.record(Exchange::Failed);
         let mut config = (*p.config()).clone();
         config.settings.window = Duration::from_secs(5);
         p.reconfigure(config);
@@ -185,7 +185,7 @@ mod tests {
         let clock = ManualClock::starting_now();
         let p = pilot(&clock);
         for _ in 0..10 {
-            p.record(Outcome::Response {
+            p.record(Exchange::Response {
                 status: 200,
                 latency: Duration::from_millis(5),
             });

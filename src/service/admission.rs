@@ -15,7 +15,7 @@ use pingora_core::server::ShutdownWatch;
 use pingora_core::services::background::BackgroundService;
 use serde_json::{Map, Value};
 
-use crate::clock::{Millis, SharedClock, rfc3339_ms};
+use crate::clock::{Millis, SharedClock, millis, rfc3339_ms};
 use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
@@ -126,7 +126,7 @@ impl AdmissionLoop {
             rooms,
             lease,
             instance,
-            leader_ttl_ms: Millis::try_from(leader_ttl.as_millis()).unwrap_or(Millis::MAX),
+            leader_ttl_ms: millis(leader_ttl),
             is_leader: AtomicBool::new(false),
         }
     }

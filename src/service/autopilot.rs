@@ -18,7 +18,7 @@
 //! - notes occupancy and waiting at each tick ([`RoomWindow`]), and once a window is over and
 //!   the other instances had time to report it (a grace of a quarter window, at most 1.5 s),
 //!   reads the sum of every instance's window (`read_window`) and steps the controller; each
-//!   change is logged (the [`Decision`]'s line);
+//!   change is logged (the [`LimitChange`]'s line);
 //! - writes its record whenever the limits in force or the starting point differ from the
 //!   store's, fenced like the admission round: a replaced leader gets `NotLeader` and forgets its
 //!   controller.
@@ -30,8 +30,8 @@ use crate::clock::{Millis, SharedClock};
 use crate::config::RoomSettings;
 use crate::config::model::AutopilotConfig;
 use crate::core::autopilot::{
-    Controller, Decision, RoomObservation, RoomWindow, Setpoint, Settings, Status, judging_grace,
-    window_start,
+    Controller, LimitChange, RoomObservation, RoomWindow, Setpoint, Settings, Status,
+    judging_grace, window_start,
 };
 use crate::core::room::RoomCounts;
 use crate::room::{LiveSettings, Pilot, StoreHealth};
@@ -344,7 +344,7 @@ impl RoomPilotLoop {
         }
     }
 
-    fn log(&self, change: Option<Decision>) {
+    fn log(&self, change: Option<LimitChange>) {
         if let Some(decision) = change {
             log::info!(room = self.id.as_str(); "{decision}");
         }
@@ -387,7 +387,7 @@ mod tests {
     use crate::clock::{Clock, ManualClock};
     use crate::config::Config;
     use crate::config::model::Environment;
-    use crate::core::autopilot::Outcome;
+    use crate::core::autopilot::Exchange;
     use crate::room::Room;
     use crate::service::metrics::MetricsRegistry;
     use crate::store::memory::MemoryStore;
@@ -451,7 +451,7 @@ mod tests {
         next_window(clock);
         lead_tick(room, pilot).await;
         for _ in 0..40 {
-            room.pilot.record(Outcome::Response {
+            room.pilot.record(Exchange::Response {
                 status: 200,
                 latency: Duration::from_millis(latency_ms),
             });

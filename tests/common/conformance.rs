@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use waitroom::clock::{Clock, ManualClock, Millis};
-use waitroom::core::autopilot::{Outcome, Setpoint, Signal, window_start};
+use waitroom::core::autopilot::{Exchange, Setpoint, Signal, window_start};
 use waitroom::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS};
 use waitroom::core::room::{Limits, Pick, Placing, PollOutcome};
 use waitroom::store::{
@@ -693,16 +693,16 @@ fn last_window(clock: &ManualClock) -> Millis {
 fn window(started_at: Millis, latencies_us: &[u64], failed: u64, slow: u64) -> Signal {
     let mut w = Signal::new(started_at);
     for us in latencies_us {
-        w.record(Outcome::Response {
+        w.record(Exchange::Response {
             status: 200,
             latency: Duration::from_micros(*us),
         });
     }
     for _ in 0..failed {
-        w.record(Outcome::Failed);
+        w.record(Exchange::Failed);
     }
     for _ in 0..slow {
-        w.record(Outcome::Response {
+        w.record(Exchange::Response {
             status: 503,
             latency: Duration::from_secs(2),
         });

@@ -5,8 +5,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use super::bypass::{CookieRule, HeaderRule};
-use super::values::{choice, duration, millis};
+use super::values::{choice, duration};
 use super::{ConfigError, canonical, invalid};
+use crate::clock::millis;
 use crate::clock::{Millis, parse_rfc3339};
 use crate::config::file::{EventSection, RoomSection};
 use crate::core::room::{Limits, Pick, Placing};

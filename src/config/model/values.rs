@@ -67,10 +67,6 @@ pub(crate) fn duration_or_zero(key: &str, text: &str) -> Result<Duration, Config
     })
 }
 
-pub(crate) fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
 pub(crate) fn socket_addr(key: &str, text: &str) -> Result<SocketAddr, ConfigError> {
     let (host, _) = host_port(key, text)?;
     let address: SocketAddr = text.parse().map_err(|_| {

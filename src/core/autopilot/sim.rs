@@ -24,6 +24,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::*;
+use crate::clock::Millis;
 use crate::core::bucket::TokenBucket;
 
 const SECOND_US: i64 = 1_000_000;
@@ -108,7 +109,7 @@ pub struct Second {
 pub struct Run {
     pub completions: Vec<Completion>,
     pub seconds: Vec<Second>,
-    pub decisions: Vec<Decision>,
+    pub decisions: Vec<LimitChange>,
     /// What the controller said at each window, `(at_ms, last_step)`.
     pub steps: Vec<(Millis, String)>,
 }
@@ -247,7 +248,7 @@ impl Sim {
         });
         let finished = self.recorder.record(
             now / 1000,
-            Outcome::Response {
+            Exchange::Response {
                 status: 200,
                 latency: Duration::from_micros(latency as u64),
             },

@@ -82,7 +82,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::core::autopilot::Outcome;
+    use crate::core::autopilot::Exchange;
     use crate::store::StoreError;
 
     fn flatten(fields: Vec<(String, String)>) -> Vec<String> {
@@ -93,13 +93,13 @@ mod tests {
     fn a_window_reads_back_as_it_was_reported() {
         let mut w = Signal::new(10_000);
         for ms in [3, 40, 41, 250, 900, 120_000] {
-            w.record(Outcome::Response {
+            w.record(Exchange::Response {
                 status: 200,
                 latency: Duration::from_millis(ms),
             });
         }
-        w.record(Outcome::Failed);
-        w.record(Outcome::Timeout {
+        w.record(Exchange::Failed);
+        w.record(Exchange::Timeout {
             after: Duration::from_secs(30),
         });
         w.ended_at = 20_000;

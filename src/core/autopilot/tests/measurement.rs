@@ -1,4 +1,5 @@
 use super::*;
+use crate::core::autopilot::measurement::{SUB, bucket_floor, bucket_of};
 
 // ---------------------------------------------------------------------------------------------
 // Histogram, signal, recorder, room window
@@ -82,7 +83,7 @@ proptest! {
     ) {
         let record = |s: &mut Signal, items: &[(u64, bool)]| {
             for (us, error) in items {
-                s.record(Outcome::Response {
+                s.record(Exchange::Response {
                     status: if *error { 502 } else { 200 },
                     latency: Duration::from_micros(*us),
                 });
@@ -110,24 +111,24 @@ fn a_signal_counts_5xx_timeouts_and_failures_as_errors() {
     let mut s = Signal::new(T0);
     s.ended_at = T0 + 1_000;
     assert_eq!(s.error_rate(), None);
-    let ok = |ms| Outcome::Response {
+    let ok = |ms| Exchange::Response {
         status: 200,
         latency: Duration::from_millis(ms),
     };
     s.record(ok(100));
     s.record(ok(300));
-    s.record(Outcome::Response {
+    s.record(Exchange::Response {
         status: 404,
         latency: Duration::from_millis(100),
     });
-    s.record(Outcome::Response {
+    s.record(Exchange::Response {
         status: 500,
         latency: Duration::from_millis(100),
     });
-    s.record(Outcome::Timeout {
+    s.record(Exchange::Timeout {
         after: Duration::from_millis(400),
     });
-    s.record(Outcome::Failed);
+    s.record(Exchange::Failed);
     assert_eq!((s.requests, s.errors, s.latency.count()), (6, 3, 5));
     assert_eq!(s.error_rate(), Some(0.5));
     // 1 s of requests in flight over a 1 s window: one at a time on average.
@@ -137,7 +138,7 @@ fn a_signal_counts_5xx_timeouts_and_failures_as_errors() {
 
 #[test]
 fn the_recorder_cuts_windows_on_the_clock_and_hands_each_over_once() {
-    let ok = Outcome::Response {
+    let ok = Exchange::Response {
         status: 200,
         latency: Duration::from_millis(10),
     };

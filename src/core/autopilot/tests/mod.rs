@@ -5,6 +5,9 @@ use proptest::prelude::*;
 
 use super::sim::{self, Scenario};
 use super::*;
+use std::time::Duration;
+
+use crate::clock::Millis;
 
 mod measurement;
 mod properties;
@@ -37,14 +40,14 @@ fn window(k: i64, responses: &[(u64, u64)], errors: u64) -> Signal {
     s.ended_at = s.started_at + W;
     for (ms, count) in responses {
         for _ in 0..*count {
-            s.record(Outcome::Response {
+            s.record(Exchange::Response {
                 status: 200,
                 latency: Duration::from_millis(*ms),
             });
         }
     }
     for _ in 0..errors {
-        s.record(Outcome::Response {
+        s.record(Exchange::Response {
             status: 503,
             latency: Duration::from_millis(20),
         });
@@ -65,7 +68,7 @@ fn full(occupancy: u64) -> RoomObservation {
 }
 
 /// Steps at the end of window `k`.
-fn step(c: &mut Controller, k: i64, w: &Signal, room: RoomObservation) -> Option<Decision> {
+fn step(c: &mut Controller, k: i64, w: &Signal, room: RoomObservation) -> Option<LimitChange> {
     c.step(T0 + (k + 1) * W, w, room)
 }
 

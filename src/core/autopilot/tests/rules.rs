@@ -157,7 +157,7 @@ fn an_error_breach_cuts_by_the_share_over_the_budget() {
     let mut w = Signal::new(T0);
     w.ended_at = T0 + W;
     for _ in 0..100 {
-        w.record(Outcome::Failed);
+        w.record(Exchange::Failed);
     }
     assert_eq!(
         step(&mut c, 0, &w, full(200))
