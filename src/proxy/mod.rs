@@ -34,7 +34,7 @@ pub use events::{STREAMS_PER_VISITOR, StreamBudget};
 use crate::config::model::OriginConfig;
 use crate::core::autopilot::Exchange;
 use crate::gate::{Decision, Gate, Outcome};
-use crate::request::canonical::Authority;
+use crate::request::authority::Authority;
 use crate::request::client::{Cidr, ClientAddress, client_ip};
 use crate::request::route::Routes;
 use crate::request::view::{Canonical, Head, Request, Sites};

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::net::Ipv6Addr;
 
-use super::canonical::Refusal;
+use super::refusal::Refusal;
 
 /// A validated, canonical authority: host lower-cased, one trailing dot removed, IPv6 in its
 /// RFC 5952 form, optional port without leading zeros.

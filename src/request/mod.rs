@@ -1,10 +1,11 @@
 //! The request as the gate decides on it and the origin receives it: one canonical target and
-//! host (`canonical`), the sites this proxy serves and the request view (`view`), who the
+//! host (`canonical`, `authority`, refused with a `refusal`), the sites this proxy serves and the request view (`view`), who the
 //! client is behind trusted proxies (`client`), and which paths a room covers (`route`).
 
 pub mod authority;
 pub mod canonical;
 pub mod client;
 pub mod crawler;
+pub mod refusal;
 pub mod route;
 pub mod view;

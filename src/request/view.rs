@@ -4,7 +4,9 @@
 
 use std::net::IpAddr;
 
-use crate::request::canonical::{Authority, Refusal, Target, canonical_target, request_host};
+use crate::request::authority::{Authority, request_host};
+use crate::request::canonical::{Target, canonical_target};
+use crate::request::refusal::Refusal;
 
 /// The hosts this proxy serves: when any room names a host, only requests for the rooms' hosts
 /// and `listen.hosts` are forwarded; a request for any other host is refused (421), so that an

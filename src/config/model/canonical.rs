@@ -8,7 +8,8 @@ use std::borrow::Cow;
 use http::Method;
 
 use super::{ConfigError, invalid};
-use crate::request::canonical::{Authority, canonical_target};
+use crate::request::authority::Authority;
+use crate::request::canonical::canonical_target;
 use crate::request::route::PathPattern;
 
 /// A host name as the gate compares it: lower case, without a trailing dot, IPv6 in brackets

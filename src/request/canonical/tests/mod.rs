@@ -1,5 +1,6 @@
 use super::path::{hex_value, is_unreserved, params_start};
 use super::*;
+use crate::request::authority::request_host;
 use proptest::prelude::*;
 
 mod allocation;
