@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod core;
 pub mod gate;
+pub mod language;
 pub mod proxy;
 pub mod request;
 pub mod respond;

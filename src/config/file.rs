@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::masking::masked_url;
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
@@ -280,6 +282,17 @@ pub struct EventSection {
     pub message: Option<String>,
 }
 
+/// Three networks: a phone moving from Wi-Fi to mobile data and back to another Wi-Fi keeps its
+/// pass; a pass handed to a farm on other networks is revoked at the fourth.
+pub const DEFAULT_MAX_NETWORKS: u64 = 3;
+
+/// A pass holder's requests to protected paths per minute. Static files are meant to be
+/// bypassed (`room.bypass`), so what counts is pages and the shop's API calls: a product page
+/// with a dozen API calls, opened every ten seconds in a few tabs, stays well under 300 (see
+/// docs/configuration.md, "One pass, one person"); a pass shared with a farm of clones behind one
+/// address does not.
+pub const DEFAULT_MAX_REQUESTS_PER_MINUTE: u64 = 300;
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PassSection {
@@ -302,8 +315,8 @@ impl Default for PassSection {
             cookie_name: "waitroom".into(),
             cookie_secure: true,
             cookie_samesite: "Lax".into(),
-            max_networks: crate::config::model::DEFAULT_MAX_NETWORKS,
-            max_requests_per_minute: crate::config::model::DEFAULT_MAX_REQUESTS_PER_MINUTE,
+            max_networks: DEFAULT_MAX_NETWORKS,
+            max_requests_per_minute: DEFAULT_MAX_REQUESTS_PER_MINUTE,
         }
     }
 }
@@ -334,7 +347,7 @@ impl std::fmt::Debug for StoreSection {
         f.debug_struct("StoreSection")
             .field("backend", &self.backend)
             .field("prefix", &self.prefix)
-            .field("url", &self.url.as_deref().map(super::model::masked_url))
+            .field("url", &self.url.as_deref().map(masked_url))
             .field("sentinels", &self.sentinels)
             .field("master_name", &self.master_name)
             .field("on_error", &self.on_error)

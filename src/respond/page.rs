@@ -12,7 +12,8 @@ use askama::Template;
 
 use crate::clock::{Millis, rfc3339_ms};
 use crate::core::estimate::WaitEstimate;
-use crate::respond::locale::{Locale, PageLanguage, Texts};
+use crate::language::{Locale, PageLanguage};
+use crate::respond::locale::Texts;
 
 /// Branding from the [page] config section.
 #[derive(Debug, Clone)]

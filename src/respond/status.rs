@@ -10,7 +10,7 @@ use crate::clock::{Millis, rfc3339_ms};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::estimate::{WaitEstimate, minutes_ceil};
 use crate::core::schedule::Phase;
-use crate::respond::locale::Locale;
+use crate::language::Locale;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -31,7 +31,7 @@ pub use listen::{
 pub use log::{LogConfig, LogFormat};
 pub use origin::{OriginConfig, ProtectedResponses};
 pub(crate) use pass::same_site;
-pub use pass::{DEFAULT_MAX_NETWORKS, DEFAULT_MAX_REQUESTS_PER_MINUTE, PassConfig, SameSite};
+pub use pass::{PassConfig, SameSite};
 pub(crate) use room::check_room_id;
 pub use room::{
     EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch, merge_patch_named, new_event,
@@ -40,7 +40,7 @@ pub use rooms::RoomConfig;
 pub use secrets::{
     ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES, mask_room,
 };
-pub use store::{Backend, ENV_REDIS_URL, OnStoreError, StoreConfig, masked_url};
+pub use store::{Backend, ENV_REDIS_URL, OnStoreError, StoreConfig};
 pub use turnstile::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMode};
 
 use crate::config::file::ConfigFile;

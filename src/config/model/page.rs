@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::{ConfigError, invalid};
 use crate::config::file::PageSection;
+use crate::language::PageLanguage;
 use crate::respond::custom_page::CustomPage;
-use crate::respond::locale::PageLanguage;
 use crate::respond::page::Branding;
 
 fn colour(key: &str, text: &str) -> Result<String, ConfigError> {

@@ -5,17 +5,6 @@ use super::{ConfigError, invalid};
 use crate::config::file::PassSection;
 use crate::core::sharing::PassLimits;
 
-/// Three networks: a phone moving from Wi-Fi to mobile data and back to another Wi-Fi keeps its
-/// pass; a pass handed to a farm on other networks is revoked at the fourth.
-pub const DEFAULT_MAX_NETWORKS: u64 = 3;
-
-/// A pass holder's requests to protected paths per minute. Static files are meant to be
-/// bypassed (`room.bypass`), so what counts is pages and the shop's API calls: a product page
-/// with a dozen API calls, opened every ten seconds in a few tabs, stays well under 300 (see
-/// docs/configuration.md, "One pass, one person"); a pass shared with a farm of clones behind one
-/// address does not.
-pub const DEFAULT_MAX_REQUESTS_PER_MINUTE: u64 = 300;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SameSite {
     Strict,

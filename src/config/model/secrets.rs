@@ -2,9 +2,9 @@
 //! run with `--dev`, and masked whenever the configuration is printed.
 
 use super::bypass;
-use super::store::masked_url;
 use super::{Config, ConfigError, Environment, invalid};
 use crate::config::file::RoomSection;
+use crate::config::masking::masked_url;
 
 /// The minimum length of the pass-signing secret and of the admin token.
 pub const MIN_SECRET_BYTES: usize = 32;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::values::{choice, duration};
 use super::{ConfigError, Environment, invalid};
 use crate::config::file::StoreSection;
+use crate::config::masking::masked_url;
 
 /// Replaces `store.url` (Kubernetes builds it with the Redis password from a Secret).
 pub const ENV_REDIS_URL: &str = "WR_REDIS_URL";
@@ -261,23 +262,6 @@ fn redis_url(url: &str) -> Result<(), ConfigError> {
         })?;
     }
     Ok(())
-}
-
-/// A store URL with its password (or its whole user information, when it has no `:`) replaced
-/// by `****`: `redis://user:****@host:6379/0`. The last `@` ends the user information, so a
-/// password holding an unescaped `@` or `/` is masked whole too.
-pub fn masked_url(url: &str) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
-    };
-    let Some(at) = url[start..].rfind('@').map(|i| i + start) else {
-        return url.to_owned();
-    };
-    let user = match url[start..at].split_once(':') {
-        Some((user, _)) => format!("{user}:"),
-        None => String::new(),
-    };
-    format!("{}{user}****{}", &url[..start], &url[at..])
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use hcl::{Attribute, Body, Expression, ObjectKey};
 
 use crate::config::file::{ConfigFile, PageSection, RoomEntry, RoomSection};
 use crate::config::model::{ConfigError, SameSite, invalid, same_site};
-use crate::respond::locale::Locale;
+use crate::language::Locale;
 use room::{Turnstile, room_vars, text};
 
 pub use room::bypass_expression;

@@ -9,8 +9,8 @@ use super::{CLOUDFLARE_LANGUAGES, RoomExport, cloudflare_language};
 use crate::config::file::{ConfigFile, PageSection, RoomSection};
 use crate::config::model::{ConfigError, SameSite, check_room_id, invalid};
 use crate::config::{QueueingMethod, RoomSettings};
+use crate::language::PageLanguage;
 use crate::request::route::PathPattern;
-use crate::respond::locale::PageLanguage;
 
 /// Cloudflare refuses smaller `total_active_users` and `new_users_per_minute`.
 const CLOUDFLARE_MIN_USERS: u64 = 200;
