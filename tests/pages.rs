@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::proxy::TestProxy;
-use waitroom::respond::custom_page::VARIABLES;
+use waitroom::config::model::page_template::VARIABLES;
 
 const TEMPLATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/infra/cloudflare/waiting.html");
 

@@ -14,6 +14,8 @@ use hcl::template::{Directive, Element};
 use hcl::{Block, Body, Expression};
 use waitroom::config::RoomSettings;
 use waitroom::config::file::ConfigFile;
+use waitroom::config::model::PageTemplate;
+use waitroom::config::model::page_template::check;
 use waitroom::respond::custom_page::CustomPage;
 use waitroom::tools::export::{CLOUDFLARE_LANGUAGES, bypass_expression};
 
@@ -387,8 +389,9 @@ fn the_page_template_referenced_exists_and_compiles() {
     let file = infra().join("room").join(relative.trim_start_matches('/'));
     let source =
         std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let (_, warnings) = CustomPage::compile(source).unwrap();
+    let warnings = check(&source).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
+    CustomPage::compile(&PageTemplate { path: file, source }).unwrap();
 }
 
 #[test]

@@ -1,70 +1,12 @@
 //! `[page] template`: a Cloudflare-style Mustache page (Cloudflare's `custom_page_html`) that the
 //! proxy renders with Cloudflare's variables plus ours, so one file gives the same page at the
-//! edge and self-hosted. The template is compiled once, when the config is loaded; a request only
-//! renders it.
-//!
-//! Rendering is ramhorns'. Before handing the source to it, `check` walks the tags once to report
-//! mistakes with their line (ramhorns' own errors carry none) and to warn about names nobody
-//! fills, which Mustache would silently render empty.
+//! edge and self-hosted. The config reads and checks it (`config::model::PageTemplate`); it is
+//! compiled once, when the server is assembled; a request only renders it.
 
 use ramhorns::{Content, Template};
 
+use crate::config::model::PageTemplate;
 use crate::respond::status::StatusBody;
-
-/// Every name the proxy fills: Cloudflare's cfWaitingRoom fields, the starter template's derived
-/// values, `turnstile` and `infiniteQueue`, then ours (empty at Cloudflare's edge).
-pub const VARIABLES: [&str; 32] = [
-    "inWaitingRoom",
-    "waitTimeKnown",
-    "waitTime",
-    "waitTime25Percentile",
-    "waitTime50Percentile",
-    "waitTime75Percentile",
-    "waitTimeFormatted",
-    "queueIsFull",
-    "queueAll",
-    "lastUpdated",
-    "refreshIntervalSeconds",
-    "queueingMethod",
-    "isFIFOQueue",
-    "isRandomQueue",
-    "isPassthroughQueue",
-    "isRejectQueue",
-    "isEventActive",
-    "isEventPrequeueing",
-    "timeUntilEventStart",
-    "timeUntilEventStartFormatted",
-    "timeUntilEventEnd",
-    "timeUntilEventEndFormatted",
-    "shuffleAtEventStart",
-    "waitTimeHours",
-    "waitTimeHourMinutes",
-    "timeUntilEventStartHours",
-    "timeUntilEventStartHourMinutes",
-    "turnstile",
-    "infiniteQueue",
-    "position",
-    "queued",
-    "roomName",
-];
-
-/// ramhorns keeps at most this many sections open at once.
-const MAX_NESTING: usize = 16;
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum TemplateError {
-    #[error("line {line}: {reason}")]
-    At { line: usize, reason: String },
-    #[error("{0}")]
-    Engine(String),
-}
-
-fn at(line: usize, reason: impl Into<String>) -> TemplateError {
-    TemplateError::At {
-        line,
-        reason: reason.into(),
-    }
-}
 
 /// A compiled page template, shared by every request.
 #[derive(Debug)]
@@ -73,109 +15,15 @@ pub struct CustomPage {
 }
 
 impl CustomPage {
-    /// Compiles `source`; the strings are warnings (line and name of tags nobody fills).
-    pub fn compile(source: String) -> Result<(CustomPage, Vec<String>), TemplateError> {
-        let warnings = check(&source)?;
-        let template = Template::new(source).map_err(|e| TemplateError::Engine(e.to_string()))?;
-        Ok((CustomPage { template }, warnings))
+    /// Compiles a template the config checked: ramhorns refuses nothing the check lets through,
+    /// but its word is the last.
+    pub fn compile(template: &PageTemplate) -> Result<CustomPage, ramhorns::Error> {
+        let template = Template::new(template.source.clone())?;
+        Ok(CustomPage { template })
     }
 
     pub fn render(&self, variables: &PageVariables) -> String {
         self.template.render(variables)
-    }
-}
-
-/// Walks the tags as ramhorns reads them: `{{name}}`, `{{{raw}}}`, `{{&raw}}`, `{{#section}}`,
-/// `{{^inverted}}`, `{{/close}}`, `{{! comment }}`. Partials and delimiter changes are refused:
-/// Cloudflare's custom pages have neither.
-fn check(source: &str) -> Result<Vec<String>, TemplateError> {
-    let mut warnings = Vec::new();
-    let mut open: Vec<(&str, usize)> = Vec::new();
-    let mut rest = source;
-    let mut line = 1;
-    while let Some(start) = rest.find("{{") {
-        line += rest[..start].matches('\n').count();
-        let after = &rest[start + 2..];
-        // The character after "{{" says what the tag is; a plain variable has none.
-        let (sigil, closing) = match after.chars().next() {
-            Some('{') => (Some('{'), "}}}"),
-            Some(c @ ('&' | '#' | '^' | '/' | '!' | '>' | '=')) => (Some(c), "}}"),
-            _ => (None, "}}"),
-        };
-        let body_start = usize::from(sigil.is_some());
-        let Some(end) = after[body_start..].find(closing) else {
-            return Err(at(
-                line,
-                format!("a tag opened here has no closing {closing:?}"),
-            ));
-        };
-        let inner = &after[body_start..body_start + end];
-        let tag_line = line;
-        line += inner.matches('\n').count();
-        rest = &after[body_start + end + closing.len()..];
-        // ramhorns reads a tag as space-separated words ending at the first "}}".
-        if inner.contains('}') {
-            return Err(at(tag_line, "a '}' inside a tag (comments included)"));
-        }
-        if sigil == Some('!') {
-            continue;
-        }
-        let name = inner.trim_matches(' ');
-        match sigil {
-            Some('>') => return Err(at(tag_line, "partials ({{>name}}) are not supported")),
-            Some('=') => {
-                return Err(at(
-                    tag_line,
-                    "changing delimiters ({{=...=}}) is not supported",
-                ));
-            }
-            _ if name.is_empty() => return Err(at(tag_line, "an empty tag {{}}")),
-            _ if name.contains(char::is_whitespace) => {
-                return Err(at(
-                    tag_line,
-                    format!("a tag holds one name padded with spaces, not {{{{{inner}}}}}"),
-                ));
-            }
-            Some('#' | '^') => {
-                if open.len() >= MAX_NESTING {
-                    return Err(at(
-                        tag_line,
-                        format!("sections nested deeper than {MAX_NESTING}"),
-                    ));
-                }
-                open.push((name, tag_line));
-            }
-            Some('/') => {
-                match open.pop() {
-                    Some((opened, _)) if opened == name => {}
-                    Some((opened, opened_line)) => {
-                        return Err(at(
-                            tag_line,
-                            format!(
-                                "{{{{/{name}}}}} closes {{{{#{opened}}}}} from line {opened_line}"
-                            ),
-                        ));
-                    }
-                    None => {
-                        return Err(at(
-                            tag_line,
-                            format!("{{{{/{name}}}}} closes no open section"),
-                        ));
-                    }
-                }
-                continue;
-            }
-            _ => {}
-        }
-        if !VARIABLES.contains(&name) {
-            warnings.push(format!(
-                "line {tag_line}: {{{{{name}}}}} is not a variable the proxy fills (it renders empty)"
-            ));
-        }
-    }
-    match open.pop() {
-        Some((name, line)) => Err(at(line, format!("{{{{#{name}}}}} is never closed"))),
-        None => Ok(warnings),
     }
 }
 
@@ -295,6 +143,7 @@ mod tests {
     use super::*;
     use crate::config::RoomSettings;
     use crate::config::file::RoomSection;
+    use crate::config::model::page_template::{VARIABLES, check};
     use crate::core::estimate::WaitEstimate;
     use crate::respond::status::Standing;
 
@@ -312,8 +161,15 @@ mod tests {
         StatusBody::new(&settings, standing, 1_780_000_000_000)
     }
 
-    fn compile(source: &str) -> Result<(CustomPage, Vec<String>), TemplateError> {
-        CustomPage::compile(source.to_owned())
+    /// A template as the config checks it, then compiled: the warnings and the page.
+    fn compile(source: &str) -> Result<(CustomPage, Vec<String>), String> {
+        let warnings = check(source).map_err(|e| e.to_string())?;
+        let template = PageTemplate {
+            path: "page.html".into(),
+            source: source.to_owned(),
+        };
+        let page = CustomPage::compile(&template).map_err(|e| e.to_string())?;
+        Ok((page, warnings))
     }
 
     #[test]
@@ -390,61 +246,6 @@ mod tests {
         assert_eq!(
             page.render(&PageVariables::new(&body, None, "r")),
             "[<div class=\"cf-turnstile\"></div>]."
-        );
-    }
-
-    #[test]
-    fn mistakes_are_reported_with_their_line() {
-        let cases = [
-            (
-                "a\n{{#waitTimeKnown}}\nb",
-                2,
-                "{{#waitTimeKnown}} is never closed",
-            ),
-            (
-                "a\nb\n{{/queueAll}}",
-                3,
-                "{{/queueAll}} closes no open section",
-            ),
-            (
-                "{{#queueAll}}\n{{/queueIsFull}}",
-                2,
-                "{{/queueIsFull}} closes {{#queueAll}} from line 1",
-            ),
-            ("\n\n\n{{waitTime", 4, "no closing \"}}\""),
-            ("{{{turnstile}}", 1, "no closing \"}}}\""),
-            ("x\n{{> header}}", 2, "partials"),
-            ("{{=<% %>=}}", 1, "delimiters"),
-            ("{{}}", 1, "empty tag"),
-            ("\n{{wait time}}", 2, "one name"),
-            ("{{waitTime\n}}", 1, "one name"),
-            ("\n{{! {x} }}", 2, "a '}' inside a tag"),
-        ];
-        for (source, line, needle) in cases {
-            match compile(source) {
-                Err(TemplateError::At { line: got, reason }) => {
-                    assert_eq!(got, line, "{source:?}: {reason}");
-                    assert!(reason.contains(needle), "{source:?}: {reason}");
-                }
-                other => panic!("{source:?} gave {other:?}"),
-            }
-        }
-        let deep = "{{#queueAll}}".repeat(17) + &"{{/queueAll}}".repeat(17);
-        assert!(compile(&deep).is_err());
-    }
-
-    #[test]
-    fn unknown_names_warn_and_comments_do_not() {
-        let (_, warnings) = compile(
-            "{{! a comment\n about waitTime }}\n\n{{waittime}}\n{{#isFifoQueue}}{{/isFifoQueue}}",
-        )
-        .unwrap();
-        assert_eq!(
-            warnings,
-            [
-                "line 4: {{waittime}} is not a variable the proxy fills (it renders empty)",
-                "line 5: {{isFifoQueue}} is not a variable the proxy fills (it renders empty)",
-            ]
         );
     }
 }

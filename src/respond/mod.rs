@@ -12,6 +12,7 @@ pub mod status;
 use std::sync::Arc;
 
 use crate::clock::{SharedClock, rfc3339_ms};
+use crate::config::model::Branding;
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::gate::{Decided, Decision, Forward, Limit, Wait, Watched};
 use crate::language::{Locale, PageLanguage};
@@ -19,7 +20,7 @@ use crate::request::view::{Request, Reserved};
 use crate::store::StoreError;
 use cookies::CookieJar;
 use custom_page::{CustomPage, PageVariables};
-use page::{Branding, ChallengeView, ClosedView, Countdown, ErrorView, WaitingView};
+use page::{ChallengeView, ClosedView, Countdown, ErrorView, Look, WaitingView};
 use reply::Reply;
 use status::{Challenge, Standing, StatusBody};
 
@@ -34,7 +35,7 @@ pub enum Format {
 
 /// What the pages of one room look like and how its cookies are set.
 pub struct Responder {
-    branding: Branding,
+    look: Look,
     /// `[page] template`: replaces the built-in waiting and closed pages.
     custom_page: Option<Arc<CustomPage>>,
     cookies: CookieJar,
@@ -55,7 +56,7 @@ impl Responder {
         clock: SharedClock,
     ) -> Self {
         Self {
-            branding,
+            look: Look::new(branding),
             custom_page,
             cookies,
             challenge,
@@ -65,7 +66,7 @@ impl Responder {
     }
 
     pub fn branding(&self) -> &Branding {
-        &self.branding
+        &self.look.branding
     }
 
     pub fn format(&self, req: &Request<'_>) -> Format {
@@ -73,7 +74,7 @@ impl Responder {
             Format::Json
         } else {
             let accept_language = req.header(http::header::ACCEPT_LANGUAGE);
-            Format::Page(self.branding.language.locale_for(accept_language))
+            Format::Page(self.look.branding.language.locale_for(accept_language))
         }
     }
 
@@ -144,7 +145,7 @@ impl Responder {
     /// A small branded error page (the origin failed, the request was refused).
     pub fn error_page(&self, status: u16, heading: &str, message: &str) -> Reply {
         let view = ErrorView {
-            branding: &self.branding,
+            look: &self.look,
             status,
             heading,
             message,
@@ -182,7 +183,7 @@ impl Responder {
         let initial = wait.ticket.initial_position;
         let mut reply = self.page(settings, format, &body, shown_position, |locale| {
             page::render_waiting(&WaitingView {
-                branding: &self.branding,
+                look: &self.look,
                 locale,
                 room_name: &settings.name,
                 position: shown_position,
@@ -217,7 +218,7 @@ impl Responder {
         // Cloudflare renders the custom page for a reject queue too (isRejectQueue).
         self.page(settings, format, &body, None, |locale| {
             page::render_closed(&ClosedView {
-                branding: &self.branding,
+                look: &self.look,
                 locale,
                 room_name: &settings.name,
             })
@@ -243,7 +244,7 @@ impl Responder {
         body.waitroom.challenge = Some(challenge.clone());
         self.page(settings, format, &body, None, |locale| {
             page::render_challenge(&ChallengeView {
-                branding: &self.branding,
+                look: &self.look,
                 locale,
                 room_name: &settings.name,
                 widget: &challenge.widget,
@@ -337,7 +338,7 @@ impl Responder {
             Ok(html) => {
                 let reply = Reply::html(status, html).with_header("content-language", locale.tag());
                 // The page's language depends on Accept-Language only when it is the visitor's.
-                match self.branding.language {
+                match self.look.branding.language {
                     PageLanguage::Auto => reply.with_header("vary", "Accept-Language"),
                     PageLanguage::Fixed(_) => reply,
                 }

@@ -6,40 +6,33 @@
 //! logo when one is configured. The waiting page is fully server-rendered so it works with
 //! JavaScript off (the proxy sends a `Refresh` header); the script only makes it live.
 
-use std::sync::{Arc, Mutex};
-
 use askama::Template;
 
 use crate::clock::{Millis, rfc3339_ms};
+use crate::config::model::Branding;
 use crate::core::estimate::WaitEstimate;
-use crate::language::{Locale, PageLanguage};
+use crate::language::Locale;
 use crate::respond::locale::Texts;
 
-/// Branding from the [page] config section.
-#[derive(Debug, Clone)]
-pub struct Branding {
-    /// e.g. "Sneaker drop"; used in `<title>` and the page header.
-    pub title: String,
-    /// The shop's own logo URL: the only external resource, and only when configured.
-    pub logo_url: Option<String>,
-    /// CSS colour, `#rgb` or `#rrggbb`.
-    pub primary_color: String,
-    pub background_color: String,
-    pub text_color: String,
-    /// Texts the operator set in [page]: they replace the locale's own in every language, so
-    /// they are None unless set.
-    pub heading: Option<String>,
-    pub message: Option<String>,
-    pub closed_heading: Option<String>,
-    pub closed_message: Option<String>,
-    /// The language of the built-in pages.
-    pub language: PageLanguage,
+/// A room's pages as configured, with their colours derived once: the contrast checks are a
+/// measurable share of a page render, and the colours change only with the config.
+#[derive(Debug)]
+pub struct Look {
+    pub branding: Branding,
+    theme: Theme,
+}
+
+impl Look {
+    pub fn new(branding: Branding) -> Self {
+        let theme = Theme::new(&branding);
+        Self { branding, theme }
+    }
 }
 
 /// What the waiting page shows to one visitor.
 #[derive(Debug, Clone)]
 pub struct WaitingView<'a> {
-    pub branding: &'a Branding,
+    pub look: &'a Look,
     pub locale: Locale,
     pub room_name: &'a str,
     /// Exact 1-based place; None under random queueing (the queued count is shown instead).
@@ -96,7 +89,7 @@ struct CountdownText {
 /// The "reject" page: the room is closed or sold out.
 #[derive(Debug, Clone)]
 pub struct ClosedView<'a> {
-    pub branding: &'a Branding,
+    pub look: &'a Look,
     pub locale: Locale,
     pub room_name: &'a str,
 }
@@ -104,7 +97,7 @@ pub struct ClosedView<'a> {
 /// The bot challenge a newcomer passes before it gets a place (`[turnstile]`).
 #[derive(Debug, Clone)]
 pub struct ChallengeView<'a> {
-    pub branding: &'a Branding,
+    pub look: &'a Look,
     pub locale: Locale,
     pub room_name: &'a str,
     /// The Turnstile widget and its script (`turnstile::widget_html`), inserted as it is.
@@ -114,14 +107,14 @@ pub struct ChallengeView<'a> {
 /// A small branded error page, e.g. for 502/504 when the shop's origin is down or slow.
 #[derive(Debug, Clone)]
 pub struct ErrorView<'a> {
-    pub branding: &'a Branding,
+    pub look: &'a Look,
     pub status: u16,
     pub heading: &'a str,
     pub message: &'a str,
 }
 
 pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
-    let (locale, b) = (view.locale, view.branding);
+    let (locale, b) = (view.locale, &view.look.branding);
     let t = locale.texts();
     let position = view.position.map(|p| locale.number(p));
     let place_key = format!(
@@ -165,7 +158,7 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
         t,
         lang: locale.tag(),
         i18n: locale.script_texts_json(),
-        theme: theme_for(b),
+        theme: &view.look.theme,
         heading,
         message: message.or(prequeue_note).unwrap_or(t.message),
         footer: t.footer.replace("{room}", view.room_name),
@@ -205,12 +198,12 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
 }
 
 pub fn render_closed(view: &ClosedView) -> Result<String, askama::Error> {
-    let b = view.branding;
+    let b = &view.look.branding;
     let t = view.locale.texts();
     ClosedPage {
         b,
         lang: view.locale.tag(),
-        theme: theme_for(b),
+        theme: &view.look.theme,
         heading: b.closed_heading.as_deref().unwrap_or(t.closed_heading),
         message: b.closed_message.as_deref().unwrap_or(t.closed_message),
         footer: t.footer.replace("{room}", view.room_name),
@@ -220,12 +213,12 @@ pub fn render_closed(view: &ClosedView) -> Result<String, askama::Error> {
 
 /// The one page with an external script: Cloudflare's Turnstile (the widget cannot be inlined).
 pub fn render_challenge(view: &ChallengeView) -> Result<String, askama::Error> {
-    let b = view.branding;
+    let b = &view.look.branding;
     let t = view.locale.texts();
     ChallengePage {
         b,
         lang: view.locale.tag(),
-        theme: theme_for(b),
+        theme: &view.look.theme,
         heading: t.challenge_heading,
         message: t.challenge_message,
         retry: t.challenge_retry,
@@ -237,10 +230,10 @@ pub fn render_challenge(view: &ChallengeView) -> Result<String, askama::Error> {
 
 pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
     ErrorPage {
-        b: view.branding,
+        b: &view.look.branding,
         // The origin-error page is answered by the proxy layer, which does not negotiate.
         lang: Locale::EnUs.tag(),
-        theme: theme_for(view.branding),
+        theme: &view.look.theme,
         status: view.status,
         heading: view.heading,
         message: view.message,
@@ -256,7 +249,7 @@ struct WaitingPage<'a> {
     lang: &'static str,
     /// The locale's texts for the script, as JSON.
     i18n: &'static str,
-    theme: Arc<Theme>,
+    theme: &'a Theme,
     heading: &'a str,
     message: &'a str,
     footer: String,
@@ -286,7 +279,7 @@ struct WaitingPage<'a> {
 struct ClosedPage<'a> {
     b: &'a Branding,
     lang: &'static str,
-    theme: Arc<Theme>,
+    theme: &'a Theme,
     heading: &'a str,
     message: &'a str,
     footer: String,
@@ -297,7 +290,7 @@ struct ClosedPage<'a> {
 struct ChallengePage<'a> {
     b: &'a Branding,
     lang: &'static str,
-    theme: Arc<Theme>,
+    theme: &'a Theme,
     heading: &'static str,
     message: &'static str,
     retry: &'static str,
@@ -310,7 +303,7 @@ struct ChallengePage<'a> {
 struct ErrorPage<'a> {
     b: &'a Branding,
     lang: &'static str,
-    theme: Arc<Theme>,
+    theme: &'a Theme,
     status: u16,
     heading: &'a str,
     message: &'a str,
@@ -350,25 +343,7 @@ const MIN_TEXT_CONTRAST: f64 = 4.5;
 
 /// Colours injected into the `:root` CSS block. All are `#rrggbb` built here, so nothing from the
 /// config reaches the stylesheet unparsed; derived shades keep text readable whatever is set.
-/// The theme of the last branding rendered: the colours change only with the config, while
-/// deriving them (contrast checks) is a measurable share of a page render.
-fn theme_for(b: &Branding) -> Arc<Theme> {
-    static LAST: Mutex<Option<(String, Arc<Theme>)>> = Mutex::new(None);
-    let key = format!(
-        "{}|{}|{}",
-        b.primary_color, b.background_color, b.text_color
-    );
-    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
-    match &*last {
-        Some((k, theme)) if *k == key => theme.clone(),
-        _ => {
-            let theme = Arc::new(Theme::new(b));
-            *last = Some((key, theme.clone()));
-            theme
-        }
-    }
-}
-
+#[derive(Debug)]
 struct Theme {
     primary: String,
     on_primary: String,
@@ -498,6 +473,7 @@ impl Rgb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::language::PageLanguage;
 
     const LOGO: &str = "https://cdn.example-shop.com/assets/logo.svg";
 
@@ -520,9 +496,9 @@ mod tests {
         }
     }
 
-    fn waiting(b: &Branding) -> WaitingView<'_> {
+    fn waiting(b: &Look) -> WaitingView<'_> {
         WaitingView {
-            branding: b,
+            look: b,
             locale: Locale::EnUs,
             room_name: "sneaker-drop",
             position: Some(42),
@@ -551,7 +527,7 @@ mod tests {
 
     #[test]
     fn waiting_page_renders_position_and_details() -> Result<(), askama::Error> {
-        let b = branding();
+        let b = Look::new(branding());
         let html = render_waiting(&waiting(&b))?;
         assert!(html.starts_with("<!doctype html>"));
         assert!(html.contains("<html lang=\"en-US\">"));
@@ -576,7 +552,7 @@ mod tests {
 
     #[test]
     fn waiting_page_is_small() -> Result<(), askama::Error> {
-        let b = branding();
+        let b = Look::new(branding());
         let html = render_waiting(&waiting(&b))?;
         assert!(html.len() < 20 * 1024, "{} bytes", html.len());
         Ok(())
@@ -584,7 +560,7 @@ mod tests {
 
     #[test]
     fn random_queueing_shows_the_queued_count() -> Result<(), askama::Error> {
-        let b = branding();
+        let b = Look::new(branding());
         let view = WaitingView {
             position: None,
             initial_position: None,
@@ -607,7 +583,7 @@ mod tests {
 
     #[test]
     fn unknown_wait_is_said_honestly() -> Result<(), askama::Error> {
-        let b = branding();
+        let b = Look::new(branding());
         let view = WaitingView {
             estimate: WaitEstimate::Unknown,
             ..waiting(&b)
@@ -630,7 +606,7 @@ mod tests {
         assert_eq!(progress_percent(Some(5), None), None);
         assert_eq!(progress_percent(Some(5), Some(0)), None);
 
-        let b = branding();
+        let b = Look::new(branding());
         let view = WaitingView {
             position: Some(25),
             initial_position: Some(100),
@@ -646,14 +622,14 @@ mod tests {
     #[test]
     fn the_challenge_page_loads_only_turnstile_and_speaks_the_locale() -> Result<(), askama::Error>
     {
-        let b = branding();
+        let b = Look::new(branding());
         let widget = crate::turnstile::widget_html(
             "1x00000000000000000000AA",
             crate::config::model::TurnstileMode::Invisible,
             crate::turnstile::TURNSTILE_PATH,
         );
         let view = ChallengeView {
-            branding: &b,
+            look: &b,
             locale: Locale::DeDe,
             room_name: "sneaker-drop",
             widget: &widget,
@@ -669,23 +645,23 @@ mod tests {
 
     #[test]
     fn no_external_references_except_the_logo() -> Result<(), askama::Error> {
-        let b = branding();
+        let b = Look::new(branding());
         assert_no_urls(&render_waiting(&waiting(&b))?);
         assert_no_urls(&render_closed(&ClosedView {
-            branding: &b,
+            look: &b,
             locale: Locale::EnUs,
             room_name: "sneaker-drop",
         })?);
         assert_no_urls(&render_error(&ErrorView {
-            branding: &b,
+            look: &b,
             status: 502,
             heading: "The shop is not answering",
             message: "Please try again in a moment.",
         })?);
-        let no_logo = Branding {
+        let no_logo = Look::new(Branding {
             logo_url: None,
             ..branding()
-        };
+        });
         let html = render_waiting(&waiting(&no_logo))?;
         assert!(!html.contains("<img"));
         assert_no_urls(&html);
@@ -695,7 +671,7 @@ mod tests {
     #[test]
     fn everything_is_escaped() -> Result<(), askama::Error> {
         let evil = "<script>alert(1)</script>";
-        let b = Branding {
+        let b = Look::new(Branding {
             title: evil.into(),
             logo_url: Some("\"><script>alert(1)</script>".into()),
             primary_color: "red;}</style><script>alert(1)</script>".into(),
@@ -706,7 +682,7 @@ mod tests {
             closed_heading: Some(evil.into()),
             closed_message: Some(evil.into()),
             language: PageLanguage::Fixed(Locale::EnUs),
-        };
+        });
         let view = WaitingView {
             room_name: evil,
             status_url: "/s\"><script>alert(1)</script>",
@@ -716,12 +692,12 @@ mod tests {
         let pages = [
             render_waiting(&view)?,
             render_closed(&ClosedView {
-                branding: &b,
+                look: &b,
                 locale: Locale::EnUs,
                 room_name: evil,
             })?,
             render_error(&ErrorView {
-                branding: &b,
+                look: &b,
                 status: 504,
                 heading: evil,
                 message: evil,
@@ -744,9 +720,9 @@ mod tests {
 
     #[test]
     fn closed_page_renders_without_polling() -> Result<(), askama::Error> {
-        let b = branding();
+        let b = Look::new(branding());
         let html = render_closed(&ClosedView {
-            branding: &b,
+            look: &b,
             locale: Locale::EnUs,
             room_name: "sneaker-drop",
         })?;
@@ -760,9 +736,9 @@ mod tests {
 
     #[test]
     fn error_page_renders_with_status() -> Result<(), askama::Error> {
-        let b = branding();
+        let b = Look::new(branding());
         let html = render_error(&ErrorView {
-            branding: &b,
+            look: &b,
             status: 502,
             heading: "The shop is not answering right now",
             message: "Please try again in a moment.",
@@ -777,7 +753,7 @@ mod tests {
 
     #[test]
     fn refresh_interval_is_at_least_one_second() -> Result<(), askama::Error> {
-        let b = branding();
+        let b = Look::new(branding());
         let view = WaitingView {
             refresh_interval_seconds: 0,
             ..waiting(&b)
@@ -802,13 +778,13 @@ mod tests {
 
     #[test]
     fn every_locale_renders_its_own_texts() -> Result<(), askama::Error> {
-        let defaults = Branding {
+        let defaults = Look::new(Branding {
             heading: None,
             message: None,
             closed_heading: None,
             closed_message: None,
             ..branding()
-        };
+        });
         for locale in Locale::ALL {
             let t = locale.texts();
             let view = WaitingView {
@@ -855,7 +831,7 @@ mod tests {
             assert!(unknown.contains(&escaped(t.wait_note)), "{locale:?}");
 
             let closed = render_closed(&ClosedView {
-                branding: &defaults,
+                look: &defaults,
                 locale,
                 room_name: "sneaker-drop",
             })?;
@@ -870,11 +846,11 @@ mod tests {
 
     #[test]
     fn texts_set_by_the_operator_win_in_every_language() -> Result<(), askama::Error> {
-        let b = Branding {
+        let b = Look::new(Branding {
             heading: Some("Hold tight".into()),
             closed_message: Some("Back next week".into()),
             ..branding()
-        };
+        });
         let html = render_waiting(&WaitingView {
             locale: Locale::DeDe,
             ..waiting(&b)
@@ -882,7 +858,7 @@ mod tests {
         assert!(html.contains("<h1>Hold tight</h1>"));
         assert!(html.contains("Sie sind Nummer"));
         let closed = render_closed(&ClosedView {
-            branding: &b,
+            look: &b,
             locale: Locale::JaJp,
             room_name: "r",
         })?;
@@ -895,13 +871,13 @@ mod tests {
     #[test]
     fn colours_stay_readable() {
         // Yellow brand on white, text colour that is barely visible.
-        let b = Branding {
+        let t = Look::new(Branding {
             primary_color: "#facc15".into(),
             background_color: "#ffffff".into(),
             text_color: "#dddddd".into(),
             ..branding()
-        };
-        let t = Theme::new(&b);
+        })
+        .theme;
 
         let card = get(&t.card);
         assert_eq!(t.text, "#111827");
@@ -932,7 +908,7 @@ mod tests {
 
     #[test]
     fn a_prequeue_shows_the_countdown_and_the_event_texts() {
-        let b = branding();
+        let b = Look::new(branding());
         let html = render_waiting(&WaitingView {
             position: None,
             countdown: Some(Countdown {

@@ -25,6 +25,7 @@ use crate::request::route::Routes;
 use crate::request::view::{Reserved, Sites};
 use crate::respond::Responder;
 use crate::respond::cookies::CookieJar;
+use crate::respond::custom_page::CustomPage;
 use crate::room::Room;
 use crate::service::admin::{AdminApp, AdminParts, ListenerState, RoomAdmin};
 use crate::service::admission::{AdmissionLoop, RoomLoop};
@@ -69,6 +70,11 @@ pub enum StartError {
     Turnstile(#[from] ClientError),
     #[error("cannot read the open-file limit: {0}")]
     OpenFiles(#[from] nix::Error),
+    #[error("page.template {path}: {reason}")]
+    PageTemplate {
+        path: String,
+        reason: ramhorns::Error,
+    },
     #[error("origin.address {address:?} does not resolve: {reason}")]
     OriginUnresolved {
         address: String,
@@ -401,9 +407,18 @@ pub fn build(
             signer.clone(),
             clock.clone(),
         );
+        let custom_page = match &room_config.template {
+            Some(template) => Some(Arc::new(CustomPage::compile(template).map_err(
+                |reason| StartError::PageTemplate {
+                    path: template.path.display().to_string(),
+                    reason,
+                },
+            )?)),
+            None => None,
+        };
         let responder = Arc::new(Responder::new(
             room_config.branding.clone(),
-            room_config.custom_page.clone(),
+            custom_page,
             cookies,
             turnstile
                 .as_ref()

@@ -8,6 +8,7 @@ mod listen;
 mod log;
 mod origin;
 mod page;
+pub mod page_template;
 mod pass;
 mod rate_limit;
 mod room;
@@ -30,6 +31,8 @@ pub use listen::{
 };
 pub use log::{LogConfig, LogFormat};
 pub use origin::{OriginConfig, ProtectedResponses};
+pub use page::Branding;
+pub use page_template::PageTemplate;
 pub(crate) use pass::same_site;
 pub use pass::{PassConfig, SameSite};
 pub(crate) use room::check_room_id;

@@ -1,13 +1,29 @@
-//! `[page]`: the branding of the built-in pages, or an operator's own page template.
-
-use std::path::Path;
-use std::sync::Arc;
+//! `[page]`: the branding of the built-in pages (the operator's own template: `page_template`).
 
 use super::{ConfigError, invalid};
 use crate::config::file::PageSection;
 use crate::language::PageLanguage;
-use crate::respond::custom_page::CustomPage;
-use crate::respond::page::Branding;
+
+/// `[page]` validated: what the built-in pages show and in which language.
+#[derive(Debug, Clone)]
+pub struct Branding {
+    /// e.g. "Sneaker drop"; used in `<title>` and the page header.
+    pub title: String,
+    /// The shop's own logo URL: the only external resource, and only when configured.
+    pub logo_url: Option<String>,
+    /// CSS colour, `#rgb` or `#rrggbb`.
+    pub primary_color: String,
+    pub background_color: String,
+    pub text_color: String,
+    /// Texts the operator set in [page]: they replace the locale's own in every language, so
+    /// they are None unless set.
+    pub heading: Option<String>,
+    pub message: Option<String>,
+    pub closed_heading: Option<String>,
+    pub closed_message: Option<String>,
+    /// The language of the built-in pages.
+    pub language: PageLanguage,
+}
 
 fn colour(key: &str, text: &str) -> Result<String, ConfigError> {
     let hex = text.strip_prefix('#').unwrap_or("");
@@ -43,29 +59,4 @@ pub(crate) fn branding(page: &PageSection, room_name: &str) -> Result<Branding, 
         language: PageLanguage::parse(&page.default_template_language)
             .map_err(|e| invalid("page.default_template_language", e))?,
     })
-}
-
-/// Reads and compiles `[page] template`; a relative path is taken from `base_dir`.
-pub(crate) fn custom_page(
-    page: &PageSection,
-    base_dir: &Path,
-    warnings: &mut Vec<String>,
-) -> Result<Option<Arc<CustomPage>>, ConfigError> {
-    let Some(name) = &page.template else {
-        return Ok(None);
-    };
-    let path = base_dir.join(name);
-    let source = std::fs::read_to_string(&path).map_err(|e| {
-        invalid(
-            "page.template",
-            format!("cannot read {}: {e}", path.display()),
-        )
-    })?;
-    let (compiled, lint) = CustomPage::compile(source)
-        .map_err(|e| invalid("page.template", format!("{}: {e}", path.display())))?;
-    warnings.extend(
-        lint.into_iter()
-            .map(|w| format!("page.template: {}: {w}", path.display())),
-    );
-    Ok(Some(Arc::new(compiled)))
 }

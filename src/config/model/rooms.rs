@@ -3,15 +3,13 @@
 //! `rooms[i].key`), then together: ids and (host, path) pairs are unique.
 
 use std::path::Path;
-use std::sync::Arc;
 
+use super::Branding;
 use super::autopilot::{self, AutopilotConfig};
 use super::room::check_room_id;
-use super::{ConfigError, RoomSettings, canonical, invalid, page};
+use super::{ConfigError, PageTemplate, RoomSettings, canonical, invalid, page, page_template};
 use crate::config::file::{AutopilotSection, ConfigFile, PageSection, RoomSection};
 use crate::request::route::Route;
-use crate::respond::custom_page::CustomPage;
-use crate::respond::page::Branding;
 
 /// One room, validated.
 #[derive(Debug, Clone)]
@@ -22,7 +20,7 @@ pub struct RoomConfig {
     pub settings: RoomSettings,
     pub branding: Branding,
     /// `page.template`: replaces the built-in waiting and closed pages.
-    pub custom_page: Option<Arc<CustomPage>>,
+    pub template: Option<PageTemplate>,
     pub autopilot: AutopilotConfig,
     /// The room's cookie: `pass.cookie_name` for `[room]`; `{cookie_name}-{id}` with `[[rooms]]`,
     /// so that one room's cookie never overwrites another's.
@@ -171,8 +169,10 @@ fn one_room(
     keep(RoomSettings::from_section_all(section).map(|s| settings = Some(s)));
     let mut branding = None;
     keep(page::branding(page_section, &section.name).map(|b| branding = Some(b)));
-    let mut custom_page = None;
-    keep(page::custom_page(page_section, base_dir, warnings).map(|c| custom_page = Some(c)));
+    let mut template = None;
+    keep(
+        page_template::page_template(page_section, base_dir, warnings).map(|t| template = Some(t)),
+    );
     let mut pilot = None;
     keep(autopilot::autopilot(autopilot_section).map(|a| pilot = Some(a)));
     warnings.extend(unanchored(
@@ -185,20 +185,20 @@ fn one_room(
         &section.websocket_paths,
         "lets a tunnel open on",
     ));
-    match (id, host, path, settings, branding, custom_page, pilot) {
+    match (id, host, path, settings, branding, template, pilot) {
         (
             Some(id),
             Some(host),
             Some(path),
             Some(settings),
             Some(branding),
-            Some(custom_page),
+            Some(template),
             Some(autopilot),
         ) if errors.is_empty() => Ok(RoomConfig {
             id,
             route: Route { host, path },
             branding,
-            custom_page,
+            template,
             autopilot,
             settings,
             cookie_name,
