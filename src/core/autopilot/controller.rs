@@ -7,7 +7,6 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::measurement::{RoomObservation, Signal};
-use super::rules::{MAX_PATIENCE_DOUBLINGS, Verdict};
 use super::settings::{Settings, SettingsError};
 use crate::clock::Millis;
 
@@ -102,6 +101,19 @@ pub(super) enum Phase {
     /// Growing by half at a time, as TCP's slow start, until the first sign of the knee.
     SlowStart,
     Steady,
+}
+
+/// Patience doubles at most 5 times: 32 calm windows (about 5 minutes of 10 s windows).
+const MAX_PATIENCE_DOUBLINGS: u32 = 5;
+
+/// What one step decided, before the controller applies it.
+pub(super) enum Verdict {
+    Hold(String),
+    Change {
+        direction: Direction,
+        capacity: u64,
+        reason: String,
+    },
 }
 
 /// Steers one room's limits. See the module's documentation for the rules.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::controller::{Controller, Direction, Phase};
+use super::controller::{Controller, Direction, Phase, Verdict};
 use super::measurement::{RoomObservation, Signal};
 use crate::clock::{Millis, millis};
 
@@ -19,20 +19,8 @@ const SEVERE_BREACH: f64 = 2.0;
 /// A probe past the knee the last breach showed: 2 % of the capacity, one visitor at least. Five
 /// probes without a breach take the room 10 % past it, where the breach is forgotten.
 const PROBE_STEP: f64 = 0.02;
-/// Patience doubles at most 5 times: 32 calm windows (about 5 minutes of 10 s windows).
-pub(super) const MAX_PATIENCE_DOUBLINGS: u32 = 5;
 /// "At the limit": the room's peak occupancy in the window within 5 % of the capacity.
 const SATURATED_PERCENT: u64 = 95;
-
-/// What one step decided, before the controller applies it.
-pub(super) enum Verdict {
-    Hold(String),
-    Change {
-        direction: Direction,
-        capacity: u64,
-        reason: String,
-    },
-}
 
 impl Controller {
     pub(super) fn judge(&mut self, window: &Signal, room: RoomObservation) -> Verdict {
