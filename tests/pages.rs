@@ -268,3 +268,39 @@ async fn a_fixed_language_ignores_accept_language() {
     );
     assert!(html.contains("Você é o número"));
 }
+
+/// The stylesheet between `<style>` and `</style>`, its first line (the colours) apart.
+fn stylesheet(html: &str) -> (&str, &str) {
+    let start = html.find("<style>\n").unwrap() + "<style>\n".len();
+    let end = html.find("</style>").unwrap();
+    html[start..end].split_once('\n').unwrap()
+}
+
+/// One stylesheet for the built-in page and the page shipped for Cloudflare's managed room:
+/// templates/page.css, which the built-in pages include and infra/cloudflare/waiting.html
+/// carries as it is (Terraform reads that file whole, so it cannot include).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_in_and_the_cloudflare_page_share_one_stylesheet() {
+    let css = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/templates/page.css"
+    ))
+    .unwrap();
+    let shipped = std::fs::read_to_string(TEMPLATE).unwrap();
+    let (colours, rules) = stylesheet(&shipped);
+    assert!(colours.starts_with(":root{--primary:"), "{colours}");
+    assert_eq!(
+        rules, css,
+        "infra/cloudflare/waiting.html's stylesheet differs from templates/page.css: copy \
+         templates/page.css into it, after its :root line"
+    );
+
+    let proxy = TestProxy::start(
+        "total_active_users = 5\nnew_users_per_minute = 5\nqueueing_method = \"reject\"",
+    );
+    let page = proxy.visitor().get("/").await;
+    assert!(page.body.contains("<h1>"), "{}", page.body);
+    let (colours, rules) = stylesheet(&page.body);
+    assert!(colours.starts_with(":root{--primary:#"), "{colours}");
+    assert_eq!(rules, css, "the built-in page includes templates/page.css");
+}
