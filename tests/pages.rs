@@ -281,11 +281,8 @@ fn stylesheet(html: &str) -> (&str, &str) {
 /// carries as it is (Terraform reads that file whole, so it cannot include).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_built_in_and_the_cloudflare_page_share_one_stylesheet() {
-    let css = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/templates/page.css"
-    ))
-    .unwrap();
+    let css = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/templates/page.css"))
+        .unwrap();
     let shipped = std::fs::read_to_string(TEMPLATE).unwrap();
     let (colours, rules) = stylesheet(&shipped);
     assert!(colours.starts_with(":root{--primary:"), "{colours}");
@@ -303,4 +300,39 @@ async fn the_built_in_and_the_cloudflare_page_share_one_stylesheet() {
     let (colours, rules) = stylesheet(&page.body);
     assert!(colours.starts_with(":root{--primary:#"), "{colours}");
     assert_eq!(rules, css, "the built-in page includes templates/page.css");
+}
+
+/// The branded page when the origin fails speaks the visitor's language like the other pages
+/// (`default_template_language = "auto"`), and the room's fixed one otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_failure_page_speaks_the_visitors_language() {
+    let closed = std::net::SocketAddr::from(([127, 0, 0, 1], common::proxy::free_port()));
+    let room = "total_active_users = 100\nnew_users_per_minute = 1000";
+    for (language, accept, heading, lang) in [
+        (
+            "auto",
+            "de-DE,de;q=0.9",
+            "Der Shop antwortet gerade nicht",
+            "de-DE",
+        ),
+        ("auto", "ja", "ショップが現在応答していません", "ja-JP"),
+        (
+            "fr-FR",
+            "de",
+            "La boutique ne répond pas pour le moment",
+            "fr-FR",
+        ),
+    ] {
+        let proxy = TestProxy::start_before(
+            closed,
+            room,
+            &format!("[page]\ndefault_template_language = \"{language}\""),
+            common::origin::StubOrigin::start(),
+        );
+        let answer = get(&proxy, "/shoes", &[("accept-language", accept)]).await;
+        assert_eq!(answer.status(), 502);
+        let html = answer.text().await.unwrap();
+        assert!(html.contains(&format!("<html lang=\"{lang}\">")), "{html}");
+        assert!(html.contains(heading), "{html}");
+    }
 }

@@ -6,13 +6,11 @@ use pingora_proxy::{FailToProxy, Session};
 
 use super::{RequestCtx, WaitroomProxy};
 use crate::core::autopilot::Exchange;
+use crate::respond::Failure;
 use crate::respond::reply::Reply;
 
 /// `upstream_peer`'s error when no address is known for the origin's name.
 pub(super) const ORIGIN_UNRESOLVED: ErrorType = ErrorType::Custom("OriginUnresolved");
-
-const NOT_ANSWERING: &str = "The shop is not answering right now";
-const KEPT: &str = "Please try again in a moment: your place or your pass is kept.";
 
 pub(super) async fn answer(
     proxy: &WaitroomProxy,
@@ -29,7 +27,7 @@ pub(super) async fn answer(
         let code = 502;
         if let Some(responder) = proxy.counting_room(ctx).map(|f| &f.responder) {
             session.set_keepalive(None);
-            let reply = responder.error_page(code, NOT_ANSWERING, KEPT);
+            let reply = responder.error_page(code, Failure::NotAnswering, accept_language(session));
             if let Err(e) = reply.send(session, false).await {
                 log::debug!("could not send the error page: {e}");
             }
@@ -39,27 +37,19 @@ pub(super) async fn answer(
             can_reuse_downstream: false,
         };
     }
-    let (code, kind, heading, message) = match e.etype() {
-        ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => (
-            504,
-            "timeout",
-            "The shop is taking too long",
-            "The shop did not answer in time. Please try again in a moment.",
-        ),
+    let (code, kind, failure) = match e.etype() {
+        ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => {
+            (504, "timeout", Failure::TooSlow)
+        }
         ErrorType::TLSHandshakeFailure
         | ErrorType::TLSHandshakeTimedout
         | ErrorType::InvalidCert
-        | ErrorType::HandshakeError => (502, "tls", NOT_ANSWERING, KEPT),
+        | ErrorType::HandshakeError => (502, "tls", Failure::NotAnswering),
         ErrorType::Custom(_) if e.etype() == &ORIGIN_UNRESOLVED => {
-            (502, "resolve", NOT_ANSWERING, KEPT)
+            (502, "resolve", Failure::NotAnswering)
         }
-        ErrorType::HTTPStatus(code) => (
-            *code,
-            "status",
-            "Something went wrong",
-            "Please try again in a moment.",
-        ),
-        _ if e.esource() == &ErrorSource::Upstream => (502, "connect", NOT_ANSWERING, KEPT),
+        ErrorType::HTTPStatus(code) => (*code, "status", Failure::Status),
+        _ if e.esource() == &ErrorSource::Upstream => (502, "connect", Failure::NotAnswering),
         _ if super::visitor_went_away(e) => {
             // The visitor went away: nobody to answer.
             return FailToProxy {
@@ -67,12 +57,7 @@ pub(super) async fn answer(
                 can_reuse_downstream: false,
             };
         }
-        _ => (
-            400,
-            "request",
-            "Bad request",
-            "The request could not be understood.",
-        ),
+        _ => (400, "request", Failure::BadRequest),
     };
     if code >= 500 {
         // The autopilot counts the origin's failures as errors: a timeout with the time waited.
@@ -96,7 +81,7 @@ pub(super) async fn answer(
             can_reuse_downstream: false,
         };
     };
-    let mut reply = responder.error_page(code, heading, message);
+    let mut reply = responder.error_page(code, failure, accept_language(session));
     // A visitor admitted by this very request keeps the pass it was given (its place in the
     // room is already counted): without it, the next request would put it back in line while
     // its slot stays taken for a session. A pass holder's renewed pass likewise. The page is
@@ -113,6 +98,14 @@ pub(super) async fn answer(
         error_code: code,
         can_reuse_downstream: false,
     }
+}
+
+fn accept_language(session: &Session) -> Option<&str> {
+    session
+        .req_header()
+        .headers
+        .get(http::header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
 }
 
 /// A request body that went silent past `listen.body_timeout`: Pingora's read timeout on the

@@ -53,6 +53,39 @@ pub struct Texts {
     pub minute_one: &'static str,
     pub minute_other: &'static str,
     pub range: &'static str,
+    /// The page when forwarding failed; the waiting page's script never shows it.
+    #[serde(skip)]
+    pub failure: FailureTexts,
+}
+
+/// The branded page when the origin failed or the request could not be read. `{n}`: the status.
+#[derive(Debug)]
+pub struct FailureTexts {
+    pub kicker: &'static str,
+    pub retry: &'static str,
+    /// The origin refused, was unreachable, or its name did not resolve.
+    pub not_answering: &'static str,
+    pub place_kept: &'static str,
+    pub too_slow: &'static str,
+    pub too_slow_message: &'static str,
+    /// The origin answered with a status the proxy passes on as its own page.
+    pub went_wrong: &'static str,
+    pub try_again: &'static str,
+    pub bad_request: &'static str,
+    pub bad_request_message: &'static str,
+    /// 429: the per-address limit on new places (`[rate_limit]`).
+    pub too_many_visitors: &'static str,
+    pub too_fast: &'static str,
+    pub too_many_live: &'static str,
+    /// 429: `pass.max_requests_per_minute`.
+    pub too_many_requests: &'static str,
+    pub pass_rate: &'static str,
+    /// After a 429's reason, with the page's own refresh.
+    pub retry_in_one: &'static str,
+    pub retry_in_other: &'static str,
+    /// 403: a pass revoked for being shared (`pass.max_networks`).
+    pub shared: &'static str,
+    pub shared_message: &'static str,
 }
 
 mod texts;

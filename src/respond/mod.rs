@@ -20,6 +20,7 @@ use crate::request::view::{Request, Reserved};
 use crate::store::StoreError;
 use cookies::CookieJar;
 use custom_page::{CustomPage, PageVariables};
+pub use page::Failure;
 use page::{ChallengeView, ClosedView, Countdown, ErrorView, Look, WaitingView};
 use reply::Reply;
 use status::{Challenge, Standing, StatusBody};
@@ -142,17 +143,28 @@ impl Responder {
         }
     }
 
-    /// A small branded error page (the origin failed, the request was refused).
-    pub fn error_page(&self, status: u16, heading: &str, message: &str) -> Reply {
+    /// A small branded error page (the origin failed, the request was refused), in the
+    /// language the visitor's Accept-Language asks for when the room's pages follow it.
+    pub fn error_page(
+        &self,
+        status: u16,
+        failure: Failure,
+        accept_language: Option<&str>,
+    ) -> Reply {
+        let locale = self.look.branding.language.locale_for(accept_language);
+        self.error_page_in(status, failure, locale)
+    }
+
+    fn error_page_in(&self, status: u16, failure: Failure, locale: Locale) -> Reply {
         let view = ErrorView {
             look: &self.look,
+            locale,
             status,
-            heading,
-            message,
+            failure,
         };
         match page::render_error(&view) {
             Ok(html) => Reply::html(status, html),
-            Err(_) => Reply::text(status, format!("{heading}\n")),
+            Err(_) => Reply::text(status, format!("error {status}\n")),
         }
     }
 
@@ -255,40 +267,32 @@ impl Responder {
     /// 429 for a refused new ticket: JSON for JSON clients, else a short page that tries again
     /// by itself (a visitor behind a busy office NAT gets in once the address has room).
     fn limited(&self, retry_after: u64, limit: Limit, format: Format) -> Reply {
-        let (reason, message) = match limit {
-            Limit::TooFast => (
-                "rate",
-                "Many new visitors came from your network address in a short time.",
-            ),
-            Limit::TooManyLive => (
-                "live",
-                "Your network address already holds many places in line.",
-            ),
-            Limit::PassRate => (
-                "pass_rate",
-                "Your pass asked for more pages in a minute than one person can.",
-            ),
-        };
-        let (error, heading) = match limit {
-            Limit::PassRate => ("too_many_requests", "Too many requests with your pass"),
-            Limit::TooFast | Limit::TooManyLive => {
-                ("too_many_tickets", "Too many visitors from your network")
-            }
-        };
         let reply = match format {
-            Format::Json => Reply::json(
-                429,
-                &serde_json::json!({
-                    "error": error,
-                    "reason": reason,
-                    "retryAfterSeconds": retry_after,
-                }),
-            ),
-            Format::Page(_) => {
-                let message = format!("{message} This page tries again in {retry_after} seconds.");
-                self.error_page(429, heading, &message)
-                    .with_header("refresh", retry_after.to_string())
+            Format::Json => {
+                let (error, reason) = match limit {
+                    Limit::TooFast => ("too_many_tickets", "rate"),
+                    Limit::TooManyLive => ("too_many_tickets", "live"),
+                    Limit::PassRate => ("too_many_requests", "pass_rate"),
+                };
+                Reply::json(
+                    429,
+                    &serde_json::json!({
+                        "error": error,
+                        "reason": reason,
+                        "retryAfterSeconds": retry_after,
+                    }),
+                )
             }
+            Format::Page(locale) => self
+                .error_page_in(
+                    429,
+                    Failure::Limited {
+                        limit,
+                        retry_after_secs: retry_after,
+                    },
+                    locale,
+                )
+                .with_header("refresh", retry_after.to_string()),
         };
         reply.with_header("retry-after", retry_after.to_string())
     }
@@ -304,13 +308,7 @@ impl Responder {
                     "reason": "shared",
                 }),
             ),
-            Format::Page(_) => self.error_page(
-                403,
-                "Your pass was used from too many places",
-                "A pass admits one person. This one was used from more networks than one \
-                 person uses in a session, so it was ended everywhere. Reload the page to join \
-                 the line again.",
-            ),
+            Format::Page(locale) => self.error_page_in(403, Failure::Shared, locale),
         };
         reply.with_header("set-cookie", self.cookies.clearing())
     }

@@ -11,6 +11,7 @@ use askama::Template;
 use crate::clock::{Millis, rfc3339_ms};
 use crate::config::model::Branding;
 use crate::core::estimate::WaitEstimate;
+use crate::gate::Limit;
 use crate::language::Locale;
 use crate::respond::locale::Texts;
 
@@ -108,9 +109,27 @@ pub struct ChallengeView<'a> {
 #[derive(Debug, Clone)]
 pub struct ErrorView<'a> {
     pub look: &'a Look,
+    pub locale: Locale,
     pub status: u16,
-    pub heading: &'a str,
-    pub message: &'a str,
+    pub failure: Failure,
+}
+
+/// Why the proxy answers with its own page where the origin's answer was due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The origin refused, was unreachable, failed its TLS handshake or did not resolve: the
+    /// visitor keeps its place or pass.
+    NotAnswering,
+    /// The origin did not answer in time.
+    TooSlow,
+    /// The origin's answer could not be passed on as it was.
+    Status,
+    /// The visitor's request could not be read.
+    BadRequest,
+    /// 429: a limit on new places or on a pass's requests; the page tries again by itself.
+    Limited { limit: Limit, retry_after_secs: u64 },
+    /// 403: the visitor's pass was revoked for being shared.
+    Shared,
 }
 
 pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
@@ -229,14 +248,36 @@ pub fn render_challenge(view: &ChallengeView) -> Result<String, askama::Error> {
 }
 
 pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
+    let locale = view.locale;
+    let t = &locale.texts().failure;
+    let (heading, message) = match view.failure {
+        Failure::NotAnswering => (t.not_answering, t.place_kept.to_owned()),
+        Failure::TooSlow => (t.too_slow, t.too_slow_message.to_owned()),
+        Failure::Status => (t.went_wrong, t.try_again.to_owned()),
+        Failure::BadRequest => (t.bad_request, t.bad_request_message.to_owned()),
+        Failure::Limited {
+            limit,
+            retry_after_secs,
+        } => {
+            let (heading, reason) = match limit {
+                Limit::TooFast => (t.too_many_visitors, t.too_fast),
+                Limit::TooManyLive => (t.too_many_visitors, t.too_many_live),
+                Limit::PassRate => (t.too_many_requests, t.pass_rate),
+            };
+            let retry = locale.count(retry_after_secs, t.retry_in_one, t.retry_in_other);
+            (heading, format!("{reason} {retry}"))
+        }
+        Failure::Shared => (t.shared, t.shared_message.to_owned()),
+    };
     ErrorPage {
         b: &view.look.branding,
-        // The origin-error page is answered by the proxy layer, which does not negotiate.
-        lang: Locale::EnUs.tag(),
+        lang: view.locale.tag(),
         theme: &view.look.theme,
         status: view.status,
-        heading: view.heading,
-        message: view.message,
+        kicker: t.kicker.replace("{n}", &view.status.to_string()),
+        heading,
+        message,
+        retry: t.retry,
     }
     .render()
 }
@@ -305,8 +346,10 @@ struct ErrorPage<'a> {
     lang: &'static str,
     theme: &'a Theme,
     status: u16,
-    heading: &'a str,
-    message: &'a str,
+    kicker: String,
+    heading: &'static str,
+    message: String,
+    retry: &'static str,
 }
 
 /// Percent of the way to the front, rounded down (so 100 is never shown while still waiting).
@@ -654,9 +697,9 @@ mod tests {
         })?);
         assert_no_urls(&render_error(&ErrorView {
             look: &b,
+            locale: Locale::EnUs,
             status: 502,
-            heading: "The shop is not answering",
-            message: "Please try again in a moment.",
+            failure: Failure::NotAnswering,
         })?);
         let no_logo = Look::new(Branding {
             logo_url: None,
@@ -698,9 +741,9 @@ mod tests {
             })?,
             render_error(&ErrorView {
                 look: &b,
+                locale: Locale::EnUs,
                 status: 504,
-                heading: evil,
-                message: evil,
+                failure: Failure::TooSlow,
             })?,
         ];
         for html in &pages {
@@ -739,15 +782,70 @@ mod tests {
         let b = Look::new(branding());
         let html = render_error(&ErrorView {
             look: &b,
+            locale: Locale::EnUs,
             status: 502,
-            heading: "The shop is not answering right now",
-            message: "Please try again in a moment.",
+            failure: Failure::NotAnswering,
         })?;
         assert!(html.contains("Error 502"));
         assert!(html.contains("<h1>The shop is not answering right now</h1>"));
-        assert!(html.contains("Please try again in a moment."));
+        assert!(html.contains("your place or your pass is kept."));
         assert!(html.contains(r#"<a class="btn" href="">Try again</a>"#));
         assert!(!html.contains("<script"));
+        Ok(())
+    }
+
+    #[test]
+    fn the_error_page_speaks_every_language_the_other_pages_speak() -> Result<(), askama::Error> {
+        let b = Look::new(branding());
+        let failures = [
+            Failure::NotAnswering,
+            Failure::TooSlow,
+            Failure::Status,
+            Failure::BadRequest,
+            Failure::Limited {
+                limit: Limit::TooFast,
+                retry_after_secs: 1,
+            },
+            Failure::Limited {
+                limit: Limit::TooManyLive,
+                retry_after_secs: 30,
+            },
+            Failure::Limited {
+                limit: Limit::PassRate,
+                retry_after_secs: 5,
+            },
+            Failure::Shared,
+        ];
+        for locale in Locale::ALL {
+            let t = &locale.texts().failure;
+            assert!(
+                t.kicker.contains("{n}"),
+                "{locale:?}: the status goes in the kicker"
+            );
+            for failure in failures {
+                let html = render_error(&ErrorView {
+                    look: &b,
+                    locale,
+                    status: 504,
+                    failure,
+                })?;
+                assert!(html.contains(&format!("<html lang=\"{}\">", locale.tag())));
+                let kicker = t.kicker.replace("{n}", "504");
+                assert!(html.contains(&kicker), "{locale:?} {failure:?}");
+                assert!(html.contains(t.retry), "{locale:?}");
+            }
+            for retry in [t.retry_in_one, t.retry_in_other] {
+                assert!(retry.contains("{n}"), "{locale:?}: {retry}");
+            }
+            if locale != Locale::EnUs {
+                let english = &Locale::EnUs.texts().failure;
+                assert_ne!(t.shared_message, english.shared_message, "{locale:?}");
+                assert_ne!(t.pass_rate, english.pass_rate, "{locale:?}");
+                assert_ne!(t.not_answering, english.not_answering, "{locale:?}");
+                assert_ne!(t.too_slow_message, english.too_slow_message, "{locale:?}");
+                assert_ne!(t.retry, english.retry, "{locale:?}");
+            }
+        }
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! The built-in pages' texts, one table per language (an operator's own `[page]` texts and a
 //! custom template replace them).
 
-use super::Texts;
+use super::{FailureTexts, Texts};
 
 pub(super) const EN_US: Texts = Texts {
     heading: "You're in line",
@@ -39,6 +39,27 @@ pub(super) const EN_US: Texts = Texts {
     minute_one: "{n} minute",
     minute_other: "{n} minutes",
     range: "{low} to {high}",
+    failure: FailureTexts {
+        kicker: "Error {n}",
+        retry: "Try again",
+        not_answering: "The shop is not answering right now",
+        place_kept: "Please try again in a moment: your place or your pass is kept.",
+        too_slow: "The shop is taking too long",
+        too_slow_message: "The shop did not answer in time. Please try again in a moment.",
+        went_wrong: "Something went wrong",
+        try_again: "Please try again in a moment.",
+        bad_request: "Bad request",
+        bad_request_message: "The request could not be understood.",
+        too_many_visitors: "Too many visitors from your network",
+        too_fast: "Many new visitors came from your network address in a short time.",
+        too_many_live: "Your network address already holds many places in line.",
+        too_many_requests: "Too many requests with your pass",
+        pass_rate: "Your pass asked for more pages in a minute than one person can.",
+        retry_in_one: "This page tries again in {n} second.",
+        retry_in_other: "This page tries again in {n} seconds.",
+        shared: "Your pass was used from too many places",
+        shared_message: "A pass admits one person. This one was used from more networks than one person uses in a session, so it was ended everywhere. Reload the page to join the line again.",
+    },
 };
 
 pub(super) const ES_ES: Texts = Texts {
@@ -77,6 +98,27 @@ pub(super) const ES_ES: Texts = Texts {
     minute_one: "{n} minuto",
     minute_other: "{n} minutos",
     range: "entre {low} y {high}",
+    failure: FailureTexts {
+        kicker: "Error {n}",
+        retry: "Reintentar",
+        not_answering: "La tienda no responde en este momento",
+        place_kept: "Vuelve a intentarlo en un momento: conservas tu lugar o tu pase.",
+        too_slow: "La tienda está tardando demasiado",
+        too_slow_message: "La tienda no ha respondido a tiempo. Vuelve a intentarlo en un momento.",
+        went_wrong: "Algo ha salido mal",
+        try_again: "Vuelve a intentarlo en un momento.",
+        bad_request: "Solicitud incorrecta",
+        bad_request_message: "No se ha podido entender la solicitud.",
+        too_many_visitors: "Demasiados visitantes desde tu red",
+        too_fast: "Han llegado muchos visitantes nuevos desde tu dirección de red en poco tiempo.",
+        too_many_live: "Tu dirección de red ya ocupa muchos lugares en la fila.",
+        too_many_requests: "Demasiadas solicitudes con tu pase",
+        pass_rate: "Tu pase ha pedido más páginas en un minuto de las que puede pedir una persona.",
+        retry_in_one: "Esta página lo volverá a intentar en {n} segundo.",
+        retry_in_other: "Esta página lo volverá a intentar en {n} segundos.",
+        shared: "Tu pase se ha usado desde demasiados lugares",
+        shared_message: "Un pase es para una persona. Este se ha usado desde más redes de las que usa una persona en una sesión, así que se ha anulado en todas partes. Recarga la página para volver a la fila.",
+    },
 };
 
 pub(super) const FR_FR: Texts = Texts {
@@ -115,6 +157,27 @@ pub(super) const FR_FR: Texts = Texts {
     minute_one: "{n}\u{a0}minute",
     minute_other: "{n}\u{a0}minutes",
     range: "entre {low} et {high}",
+    failure: FailureTexts {
+        kicker: "Erreur {n}",
+        retry: "Réessayer",
+        not_answering: "La boutique ne répond pas pour le moment",
+        place_kept: "Réessayez dans un instant\u{a0}: votre place ou votre accès est conservé.",
+        too_slow: "La boutique met trop de temps à répondre",
+        too_slow_message: "La boutique n’a pas répondu à temps. Réessayez dans un instant.",
+        went_wrong: "Une erreur s’est produite",
+        try_again: "Réessayez dans un instant.",
+        bad_request: "Requête incorrecte",
+        bad_request_message: "La requête n’a pas pu être comprise.",
+        too_many_visitors: "Trop de visiteurs depuis votre réseau",
+        too_fast: "Beaucoup de nouveaux visiteurs sont arrivés depuis votre adresse réseau en peu de temps.",
+        too_many_live: "Votre adresse réseau occupe déjà de nombreuses places dans la file.",
+        too_many_requests: "Trop de requêtes avec votre accès",
+        pass_rate: "Votre accès a demandé plus de pages en une minute qu’une personne ne peut le faire.",
+        retry_in_one: "Cette page réessaie dans {n}\u{a0}seconde.",
+        retry_in_other: "Cette page réessaie dans {n}\u{a0}secondes.",
+        shared: "Votre accès a été utilisé depuis trop d’endroits",
+        shared_message: "Un accès est valable pour une personne. Celui-ci a été utilisé depuis plus de réseaux qu’une personne n’en utilise en une session\u{a0}; il a donc été annulé partout. Rechargez la page pour rejoindre la file.",
+    },
 };
 
 pub(super) const DE_DE: Texts = Texts {
@@ -154,6 +217,27 @@ pub(super) const DE_DE: Texts = Texts {
     minute_one: "{n} Minute",
     minute_other: "{n} Minuten",
     range: "{low} bis {high}",
+    failure: FailureTexts {
+        kicker: "Fehler {n}",
+        retry: "Erneut versuchen",
+        not_answering: "Der Shop antwortet gerade nicht",
+        place_kept: "Bitte versuchen Sie es gleich noch einmal: Ihr Platz oder Ihr Zugang bleibt erhalten.",
+        too_slow: "Der Shop braucht zu lange",
+        too_slow_message: "Der Shop hat nicht rechtzeitig geantwortet. Bitte versuchen Sie es gleich noch einmal.",
+        went_wrong: "Etwas ist schiefgelaufen",
+        try_again: "Bitte versuchen Sie es gleich noch einmal.",
+        bad_request: "Ungültige Anfrage",
+        bad_request_message: "Die Anfrage konnte nicht verstanden werden.",
+        too_many_visitors: "Zu viele Besucher aus Ihrem Netzwerk",
+        too_fast: "Aus Ihrer Netzwerkadresse kamen in kurzer Zeit viele neue Besucher.",
+        too_many_live: "Ihre Netzwerkadresse belegt bereits viele Plätze in der Warteschlange.",
+        too_many_requests: "Zu viele Anfragen mit Ihrem Zugang",
+        pass_rate: "Ihr Zugang hat in einer Minute mehr Seiten angefordert, als eine Person kann.",
+        retry_in_one: "Diese Seite versucht es in {n} Sekunde erneut.",
+        retry_in_other: "Diese Seite versucht es in {n} Sekunden erneut.",
+        shared: "Ihr Zugang wurde von zu vielen Orten aus verwendet",
+        shared_message: "Ein Zugang gilt für eine Person. Dieser wurde aus mehr Netzwerken verwendet, als eine Person in einer Sitzung nutzt, und wurde daher überall beendet. Laden Sie die Seite neu, um sich wieder anzustellen.",
+    },
 };
 
 pub(super) const IT_IT: Texts = Texts {
@@ -192,6 +276,27 @@ pub(super) const IT_IT: Texts = Texts {
     minute_one: "{n} minuto",
     minute_other: "{n} minuti",
     range: "da {low} a {high}",
+    failure: FailureTexts {
+        kicker: "Errore {n}",
+        retry: "Riprova",
+        not_answering: "Il negozio non risponde in questo momento",
+        place_kept: "Riprova tra un momento: il tuo posto o il tuo accesso viene mantenuto.",
+        too_slow: "Il negozio sta impiegando troppo tempo",
+        too_slow_message: "Il negozio non ha risposto in tempo. Riprova tra un momento.",
+        went_wrong: "Qualcosa è andato storto",
+        try_again: "Riprova tra un momento.",
+        bad_request: "Richiesta non valida",
+        bad_request_message: "Non è stato possibile interpretare la richiesta.",
+        too_many_visitors: "Troppi visitatori dalla tua rete",
+        too_fast: "Dal tuo indirizzo di rete sono arrivati molti nuovi visitatori in poco tempo.",
+        too_many_live: "Il tuo indirizzo di rete occupa già molti posti in coda.",
+        too_many_requests: "Troppe richieste con il tuo accesso",
+        pass_rate: "Il tuo accesso ha chiesto più pagine in un minuto di quante ne possa chiedere una persona.",
+        retry_in_one: "Questa pagina riprova tra {n} secondo.",
+        retry_in_other: "Questa pagina riprova tra {n} secondi.",
+        shared: "Il tuo accesso è stato usato da troppi luoghi",
+        shared_message: "Un accesso vale per una persona. Questo è stato usato da più reti di quante ne usi una persona in una sessione, quindi è stato chiuso ovunque. Ricarica la pagina per rimetterti in coda.",
+    },
 };
 
 pub(super) const JA_JP: Texts = Texts {
@@ -229,6 +334,27 @@ pub(super) const JA_JP: Texts = Texts {
     minute_one: "{n}分",
     minute_other: "{n}分",
     range: "{low}〜{high}",
+    failure: FailureTexts {
+        kicker: "エラー {n}",
+        retry: "再試行",
+        not_answering: "ショップが現在応答していません",
+        place_kept: "しばらくしてからもう一度お試しください。順番または入場パスは保持されています。",
+        too_slow: "ショップの応答に時間がかかっています",
+        too_slow_message: "ショップが時間内に応答しませんでした。しばらくしてからもう一度お試しください。",
+        went_wrong: "問題が発生しました",
+        try_again: "しばらくしてからもう一度お試しください。",
+        bad_request: "不正なリクエスト",
+        bad_request_message: "リクエストを理解できませんでした。",
+        too_many_visitors: "お使いのネットワークからのアクセスが多すぎます",
+        too_fast: "お使いのネットワークアドレスから短時間に多くの新しい訪問者がありました。",
+        too_many_live: "お使いのネットワークアドレスはすでに多くの順番を確保しています。",
+        too_many_requests: "入場パスでのリクエストが多すぎます",
+        pass_rate: "お使いの入場パスは、1 分間に 1 人が閲覧できる以上のページを要求しました。",
+        retry_in_one: "このページは {n} 秒後に再試行します。",
+        retry_in_other: "このページは {n} 秒後に再試行します。",
+        shared: "入場パスが多くの場所から使われました",
+        shared_message: "入場パスは 1 人用です。このパスは 1 回のセッションで 1 人が使うよりも多くのネットワークから使われたため、すべての場所で無効になりました。ページを再読み込みして、もう一度列に並んでください。",
+    },
 };
 
 pub(super) const PT_BR: Texts = Texts {
@@ -267,6 +393,27 @@ pub(super) const PT_BR: Texts = Texts {
     minute_one: "{n} minuto",
     minute_other: "{n} minutos",
     range: "de {low} a {high}",
+    failure: FailureTexts {
+        kicker: "Erro {n}",
+        retry: "Tentar novamente",
+        not_answering: "A loja não está respondendo agora",
+        place_kept: "Tente novamente em instantes: seu lugar ou seu acesso está garantido.",
+        too_slow: "A loja está demorando demais",
+        too_slow_message: "A loja não respondeu a tempo. Tente novamente em instantes.",
+        went_wrong: "Algo deu errado",
+        try_again: "Tente novamente em instantes.",
+        bad_request: "Solicitação inválida",
+        bad_request_message: "Não foi possível entender a solicitação.",
+        too_many_visitors: "Visitantes demais da sua rede",
+        too_fast: "Muitos visitantes novos vieram do seu endereço de rede em pouco tempo.",
+        too_many_live: "Seu endereço de rede já ocupa muitos lugares na fila.",
+        too_many_requests: "Solicitações demais com o seu acesso",
+        pass_rate: "Seu acesso pediu mais páginas em um minuto do que uma pessoa consegue.",
+        retry_in_one: "Esta página tenta novamente em {n} segundo.",
+        retry_in_other: "Esta página tenta novamente em {n} segundos.",
+        shared: "Seu acesso foi usado em lugares demais",
+        shared_message: "Um acesso vale para uma pessoa. Este foi usado em mais redes do que uma pessoa usa em uma sessão, por isso foi encerrado em todos os lugares. Recarregue a página para entrar na fila de novo.",
+    },
 };
 
 pub(super) const ZH_CN: Texts = Texts {
@@ -303,4 +450,25 @@ pub(super) const ZH_CN: Texts = Texts {
     minute_one: "{n} 分钟",
     minute_other: "{n} 分钟",
     range: "{low}至{high}",
+    failure: FailureTexts {
+        kicker: "错误 {n}",
+        retry: "重试",
+        not_answering: "商店暂时没有响应",
+        place_kept: "请稍后重试：您的排队位置或通行证会被保留。",
+        too_slow: "商店响应时间过长",
+        too_slow_message: "商店未能及时响应。请稍后重试。",
+        went_wrong: "出现了问题",
+        try_again: "请稍后重试。",
+        bad_request: "请求无效",
+        bad_request_message: "无法理解该请求。",
+        too_many_visitors: "来自您网络的访客过多",
+        too_fast: "短时间内有许多新访客来自您的网络地址。",
+        too_many_live: "您的网络地址已经占用了许多排队位置。",
+        too_many_requests: "使用您的通行证发出的请求过多",
+        pass_rate: "您的通行证在一分钟内请求的页面超过了一个人能浏览的数量。",
+        retry_in_one: "此页面将在 {n} 秒后重试。",
+        retry_in_other: "此页面将在 {n} 秒后重试。",
+        shared: "您的通行证在太多地方被使用",
+        shared_message: "一张通行证只供一人使用。这张通行证在一次会话中使用的网络多于一个人会使用的数量，因此已在所有地方失效。请重新加载页面以重新排队。",
+    },
 };
