@@ -39,7 +39,7 @@ pub(crate) use room::check_room_id;
 pub use room::{
     EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch, merge_patch_named, new_event,
 };
-pub use rooms::RoomConfig;
+pub use rooms::{RoomConfig, RoomPlace};
 pub use secrets::{
     ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES, mask_room,
 };

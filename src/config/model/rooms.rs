@@ -8,7 +8,7 @@ use super::Branding;
 use super::autopilot::{self, AutopilotConfig};
 use super::room::check_room_id;
 use super::{ConfigError, PageTemplate, RoomSettings, canonical, invalid, page, page_template};
-use crate::config::file::{AutopilotSection, ConfigFile, PageSection, RoomSection};
+use crate::config::file::{AutopilotSection, ConfigFile, PageSection, RoomEntry, RoomSection};
 use crate::request::route::Route;
 
 /// One room, validated.
@@ -27,18 +27,45 @@ pub struct RoomConfig {
     pub cookie_name: String,
 }
 
-/// Where a room's sections are in the file, for the keys errors name.
-struct Place<'a> {
+/// Where a room's sections are in the file, for the keys its errors name: `room.x` of a
+/// `[room]`, `rooms[2].x` of a `[[rooms]]` entry, and its page and autopilot keys under the room
+/// when it has its own sections, at the top otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomPlace {
     /// `room` or `rooms[2]`.
-    room: String,
-    /// The key prefix of its page and autopilot: its own, or the top-level ones.
-    page: &'a str,
-    autopilot: &'a str,
+    pub room: String,
+    page: String,
+    autopilot: String,
 }
 
-impl Place<'_> {
-    /// The error of one section as the file spells its key.
-    fn rename(&self, error: ConfigError) -> ConfigError {
+impl RoomPlace {
+    /// The one room of a `[room]` file.
+    pub fn one() -> Self {
+        Self {
+            room: "room".into(),
+            page: "page".into(),
+            autopilot: "autopilot".into(),
+        }
+    }
+
+    /// Entry `index` of `[[rooms]]`.
+    pub fn of(index: usize, entry: &RoomEntry) -> Self {
+        let own = |has: bool, section: &str| {
+            if has {
+                format!("rooms[{index}].{section}")
+            } else {
+                section.to_owned()
+            }
+        };
+        Self {
+            room: format!("rooms[{index}]"),
+            page: own(entry.page.is_some(), "page"),
+            autopilot: own(entry.autopilot.is_some(), "autopilot"),
+        }
+    }
+
+    /// The error of one section, its keys as the file spells them.
+    pub fn rename(&self, error: ConfigError) -> ConfigError {
         if let ConfigError::Many(errors) = error {
             return ConfigError::Many(errors.into_iter().map(|e| self.rename(e)).collect());
         }
@@ -81,11 +108,7 @@ pub(crate) fn rooms(
             room,
             &file.page,
             &file.autopilot,
-            Place {
-                room: "room".into(),
-                page: "page",
-                autopilot: "autopilot",
-            },
+            RoomPlace::one(),
             cookie_name.to_owned(),
             base_dir,
             warnings,
@@ -93,30 +116,12 @@ pub(crate) fn rooms(
         (None, entries) => {
             let mut rooms = Vec::with_capacity(entries.len());
             let mut errors = Vec::new();
-            let keys: Vec<(String, String, String)> = (0..entries.len())
-                .map(|i| {
-                    (
-                        format!("rooms[{i}]"),
-                        format!("rooms[{i}].page"),
-                        format!("rooms[{i}].autopilot"),
-                    )
-                })
-                .collect();
-            for (entry, (room, page, autopilot)) in entries.iter().zip(&keys) {
-                let place = Place {
-                    room: room.clone(),
-                    page: if entry.page.is_some() { page } else { "page" },
-                    autopilot: if entry.autopilot.is_some() {
-                        autopilot
-                    } else {
-                        "autopilot"
-                    },
-                };
+            for (i, entry) in entries.iter().enumerate() {
                 match one_room(
                     &entry.room,
                     entry.page.as_ref().unwrap_or(&file.page),
                     entry.autopilot.as_ref().unwrap_or(&file.autopilot),
-                    place,
+                    RoomPlace::of(i, entry),
                     format!("{cookie_name}-{}", entry.room.id),
                     base_dir,
                     warnings,
@@ -135,12 +140,11 @@ pub(crate) fn rooms(
     Ok(rooms)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn one_room(
     section: &RoomSection,
     page_section: &PageSection,
     autopilot_section: &AutopilotSection,
-    place: Place<'_>,
+    place: RoomPlace,
     cookie_name: String,
     base_dir: &Path,
     warnings: &mut Vec<String>,

@@ -11,8 +11,8 @@ mod tests;
 
 use hcl::{Attribute, Body, Expression, ObjectKey};
 
-use crate::config::file::{ConfigFile, PageSection, RoomEntry, RoomSection};
-use crate::config::model::{ConfigError, SameSite, invalid, same_site};
+use crate::config::file::{ConfigFile, PageSection, RoomSection};
+use crate::config::model::{ConfigError, RoomPlace, SameSite, invalid, same_site};
 use crate::language::Locale;
 use room::{Turnstile, room_vars, text};
 
@@ -57,29 +57,29 @@ pub struct TerraformExport {
 /// room of the file becomes one entry of `rooms`, keyed by its id; a note every room shares is
 /// said once, one that concerns some rooms names them.
 pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport, ExportError> {
-    let rooms: Vec<(&RoomSection, &PageSection, Place)> = match (&file.room, file.rooms.as_slice())
-    {
-        (Some(room), []) => vec![(room, &file.page, Place::one())],
-        (None, []) => return Err(invalid("room", "is required: [room] or [[rooms]]").into()),
-        (Some(_), [_, ..]) => {
-            return Err(invalid(
-                "rooms",
-                "a file holds [room] (one room) or [[rooms]] (several), not both",
-            )
-            .into());
-        }
-        (None, entries) => entries
-            .iter()
-            .enumerate()
-            .map(|(i, entry)| {
-                (
-                    &entry.room,
-                    entry.page.as_ref().unwrap_or(&file.page),
-                    Place::of(i, entry),
+    let rooms: Vec<(&RoomSection, &PageSection, RoomPlace)> =
+        match (&file.room, file.rooms.as_slice()) {
+            (Some(room), []) => vec![(room, &file.page, RoomPlace::one())],
+            (None, []) => return Err(invalid("room", "is required: [room] or [[rooms]]").into()),
+            (Some(_), [_, ..]) => {
+                return Err(invalid(
+                    "rooms",
+                    "a file holds [room] (one room) or [[rooms]] (several), not both",
                 )
-            })
-            .collect(),
-    };
+                .into());
+            }
+            (None, entries) => entries
+                .iter()
+                .enumerate()
+                .map(|(i, entry)| {
+                    (
+                        &entry.room,
+                        entry.page.as_ref().unwrap_or(&file.page),
+                        RoomPlace::of(i, entry),
+                    )
+                })
+                .collect(),
+        };
     let samesite = same_site(&file.pass.cookie_samesite)?;
     if samesite == SameSite::None && !file.pass.cookie_secure {
         return Err(invalid(
@@ -214,48 +214,6 @@ fn merged(
         }
     }
     out
-}
-
-/// Where a room is in the file, for the keys its errors name.
-struct Place {
-    /// `room` or `rooms[2]`.
-    room: String,
-    /// Its page's keys: `page`, or `rooms[2].page` when it has its own.
-    page: String,
-}
-
-impl Place {
-    fn one() -> Self {
-        Self {
-            room: "room".into(),
-            page: "page".into(),
-        }
-    }
-
-    fn of(index: usize, entry: &RoomEntry) -> Self {
-        Self {
-            room: format!("rooms[{index}]"),
-            page: if entry.page.is_some() {
-                format!("rooms[{index}].page")
-            } else {
-                "page".into()
-            },
-        }
-    }
-
-    fn rename(&self, error: ConfigError) -> ConfigError {
-        let ConfigError::Invalid { key, reason } = error else {
-            return error;
-        };
-        let key = if let Some(rest) = key.strip_prefix("room.") {
-            format!("{}.{rest}", self.room)
-        } else if let Some(rest) = key.strip_prefix("page.") {
-            format!("{}.{rest}", self.page)
-        } else {
-            key
-        };
-        ConfigError::Invalid { key, reason }
-    }
 }
 
 fn header(source: &str, notes: &[String]) -> String {
