@@ -228,40 +228,34 @@ impl AdminApp {
             ("POST", "reload") => return reloaded(self.reloader.reload().await),
             _ => {}
         }
-        if let Some(in_room) = rest.strip_prefix("rooms/") {
-            let (id, rest) = in_room.split_once('/').unwrap_or((in_room, ""));
-            return match self.rooms.iter().find(|r| r.id() == id) {
-                Some(room) => {
-                    room.route(
-                        session,
-                        method,
-                        rest,
-                        &self.admission,
-                        &self.reloader,
-                        &self.listener,
-                    )
-                    .await
+        // `/admin/rooms/{id}/...` names the room; a proxy of one room takes `/admin/...` too.
+        let (room, rest) = match rest.strip_prefix("rooms/") {
+            Some(in_room) => {
+                let (id, rest) = in_room.split_once('/').unwrap_or((in_room, ""));
+                match self.rooms.iter().find(|r| r.id() == id) {
+                    Some(room) => (room, rest),
+                    None => return error(404, format!("no room {id:?}")),
                 }
-                None => error(404, format!("no room {id:?}")),
-            };
-        }
-        match self.rooms.as_slice() {
-            [room] => {
-                room.route(
-                    session,
-                    method,
-                    rest,
-                    &self.admission,
-                    &self.reloader,
-                    &self.listener,
-                )
-                .await
             }
-            _ => error(
-                404,
-                "this proxy runs several rooms: use /admin/rooms/{id}/... (GET /admin/rooms lists them)",
-            ),
-        }
+            None => match self.rooms.as_slice() {
+                [room] => (room, rest),
+                _ => {
+                    return error(
+                        404,
+                        "this proxy runs several rooms: use /admin/rooms/{id}/... (GET /admin/rooms lists them)",
+                    );
+                }
+            },
+        };
+        room.route(
+            session,
+            method,
+            rest,
+            &self.admission,
+            &self.reloader,
+            &self.listener,
+        )
+        .await
     }
 }
 
