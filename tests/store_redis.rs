@@ -15,6 +15,7 @@ use waitroom::clock::{Clock, ManualClock, Millis};
 use waitroom::core::autopilot::{Exchange, Setpoint, Signal, window_start};
 use waitroom::core::ip_limit::{IpClaim, IpLimits, RETAIN_LIVE_MS};
 use waitroom::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use waitroom::core::sharing::{MINUTE_MS, SharedUse};
 use waitroom::store::redis::{RedisOptions, RedisStore, TimeSource};
 use waitroom::store::{
     AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
@@ -81,6 +82,9 @@ impl Store for Served {
     }
     async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64> {
         self.store.note_network(pass, network, window_ms).await
+    }
+    async fn report_pass_use(&self, uses: &[(String, u64)]) -> StoreResult<SharedUse> {
+        self.store.report_pass_use(uses).await
     }
     async fn admission_round(&self, l: &Limits, fence: u64) -> StoreResult<RoundReport> {
         self.store.admission_round(l, fence).await
@@ -746,7 +750,8 @@ async fn a_redis_cluster_passes_the_conformance_checks() {
         only_the_current_leader_writes_the_autopilot_record,
         the_pause_switch_is_kept_apart_from_the_record,
         a_pass_revoked_for_sharing_says_why,
-        a_pass_counts_its_networks_within_a_session
+        a_pass_counts_its_networks_within_a_session,
+        pass_use_adds_up_by_minute_over_instances
     );
 
     // Revocations reach the other instances whichever node holds the room.
@@ -827,6 +832,39 @@ async fn an_idle_address_costs_nothing_in_redis() {
         "wrtest:{idle}:ip:192.*",
     ]);
     assert_eq!(keys.trim(), ":0", "the 50 idle addresses are gone");
+}
+
+/// Pass use costs one hash a minute for the room, whatever the number of passes, kept until the
+/// end of the next minute (when it is the minute before) and gone after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pass_use_costs_one_hash_a_minute_in_redis() {
+    let server = RedisServer::start();
+    let clock = ManualClock::starting_now();
+    let room = store(&server, "uses", &clock).await;
+    let uses: Vec<(String, u64)> = (0..50).map(|i| (format!("pass-{i}"), 2)).collect();
+    room.report_pass_use(&uses).await.unwrap();
+    let shared = room.report_pass_use(&uses[..10]).await.unwrap();
+    assert!(shared.counts.iter().all(|c| c.current == 4));
+    let key = format!("wrtest:{{uses}}:uses:{}", shared.minute);
+    let keys = server.command(&[
+        "EVAL",
+        "return #redis.call('KEYS', ARGV[1])",
+        "0",
+        "wrtest:{uses}:uses:*",
+    ]);
+    assert_eq!(keys.trim(), ":1");
+    assert_eq!(server.command(&["HLEN", &key]).trim(), ":50");
+    let ttl: i64 = server
+        .command(&["PTTL", &key])
+        .trim_start_matches(':')
+        .trim()
+        .parse()
+        .unwrap();
+    let until = shared.minute + 2 * MINUTE_MS - clock.now_ms();
+    assert!(
+        ttl > until - 10_000 && ttl <= until,
+        "kept to the end of the next minute: {ttl} ms, not {until}"
+    );
 }
 
 // Redis with a password: `redis://:password@`, `redis://user:password@`, percent-encoded, and no

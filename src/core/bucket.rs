@@ -37,6 +37,14 @@ impl TokenBucket {
         self.tokens -= n as f64;
     }
 
+    /// Takes `n` tokens the bucket may not have, owing at most `most`: what was spent elsewhere
+    /// (another instance's share of one budget) is paid back before anything more is allowed.
+    pub fn owe(&mut self, n: u64, most: u64) {
+        self.tokens = (self.tokens - n as f64)
+            .max(-(most as f64))
+            .min(self.tokens);
+    }
+
     /// How long until a whole token is there, at `per_minute` (0 when one is there now).
     pub fn ms_until_one(&self, per_minute: u64) -> Millis {
         ms_for(1.0 - self.tokens, per_minute)
@@ -85,6 +93,25 @@ mod tests {
         assert_eq!((b.ms_until_one(60), b.ms_until_full(60, 3)), (1_000, 3_000));
         b.refill(250, 60, 3);
         assert_eq!((b.ms_until_one(60), b.ms_until_full(60, 3)), (750, 2_750));
+    }
+
+    #[test]
+    fn a_debt_is_paid_back_before_a_token_is_there_and_is_bounded() {
+        let mut b = TokenBucket::full(10, 0);
+        b.owe(15, 100);
+        assert_eq!((b.available(), b.ms_until_one(60)), (0, 6_000));
+        b.owe(1_000, 20);
+        assert_eq!(b.ms_until_one(60), 21_000, "owing at most 20");
+        b.refill(21_000, 60, 10);
+        assert_eq!(b.available(), 1);
+        let mut deep = TokenBucket::full(1, 0);
+        deep.take(50);
+        deep.owe(1, 20);
+        assert_eq!(
+            deep.ms_until_one(60),
+            50_000,
+            "a bound never gives tokens back"
+        );
     }
 
     #[test]

@@ -27,11 +27,11 @@ use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::estimate::WaitEstimate;
 use crate::core::fairness::FairnessWindow;
 use crate::core::ip_limit::IpLimits;
-use crate::core::sharing::{PassLimits, PassUse, UseVerdict};
+use crate::core::sharing::{PassLimits, UseVerdict};
 use crate::request::client::network_key;
 use crate::request::crawler;
 use crate::request::view::Request;
-use crate::room::{LiveSettings, Pollers, StoreHealth, ViewCell};
+use crate::room::{LiveSettings, PassLedger, Pollers, StoreHealth, ViewCell};
 use crate::service::metrics::Metrics;
 use crate::store::{RevokeReason, Store, StoreError};
 use crate::token::{Pass, Signer, Ticket, Token, Verified, new_visitor_id};
@@ -44,10 +44,6 @@ const RENEW_AFTER_SHARE: Millis = 10;
 
 /// Admissions kept for the fairness figures (each claim compares itself with all of them).
 const FAIRNESS_WINDOW: usize = 1000;
-
-/// Passes whose use this instance follows at most (a few hundred bytes each); beyond, the
-/// ledger starts over and each pass reports its network once more.
-const PASS_USE_KEPT: usize = 200_000;
 
 /// What the gate is built from: the room's shared state (`room`) and the rest of the config.
 pub struct GateParts {
@@ -62,8 +58,9 @@ pub struct GateParts {
     pub cookie_name: String,
     pub on_store_error: OnStoreError,
     pub ip_limits: IpLimits,
-    /// `[pass]`: how one pass may be used (networks, requests per minute).
-    pub pass_limits: PassLimits,
+    /// What this instance saw of each pass's use, held to `[pass]`'s limits (networks, requests
+    /// per minute); the room's, shared with the admission loop.
+    pub pass_use: Arc<PassLedger>,
     /// `[turnstile]`: newcomers pass a challenge before they get a place.
     pub turnstile: Option<Arc<Turnstile>>,
 }
@@ -80,12 +77,10 @@ pub struct Gate {
     cookie_name: String,
     on_store_error: OnStoreError,
     ip_limits: IpLimits,
-    pass_limits: PassLimits,
+    pass_use: Arc<PassLedger>,
     turnstile: Option<Arc<Turnstile>>,
     /// This instance's last admissions, arrival against admission order.
     fairness: Mutex<FairnessWindow>,
-    /// What this instance saw of each pass's use.
-    pass_use: Mutex<PassUse>,
 }
 
 impl Gate {
@@ -102,7 +97,7 @@ impl Gate {
             cookie_name,
             on_store_error,
             ip_limits,
-            pass_limits,
+            pass_use,
             turnstile,
         } = parts;
         Self {
@@ -117,10 +112,9 @@ impl Gate {
             cookie_name,
             on_store_error,
             ip_limits,
-            pass_limits,
+            pass_use,
             turnstile,
             fairness: Mutex::new(FairnessWindow::new(FAIRNESS_WINDOW)),
-            pass_use: Mutex::new(PassUse::new(PASS_USE_KEPT)),
         }
     }
 
@@ -410,15 +404,16 @@ impl Gate {
 
     /// `[pass]`: None while this request of pass `id` is within the pass's rules; else the 429
     /// (over its rate), or the revocation (seen from a network too many). The rate is held by
-    /// this instance alone, and a network costs a store call only the first time this instance
-    /// sees the pass from it: no round trip per request.
+    /// this instance's bucket, which the admission loop debits with what the other instances
+    /// served (`RoomLoop`, once a tick), and a network costs a store call only the first time
+    /// this instance sees the pass from it: no round trip per request.
     async fn in_use(
         &self,
         id: &str,
         settings: &RoomSettings,
         req: &Request<'_>,
     ) -> Option<Decision> {
-        let limits = self.pass_limits;
+        let limits = self.pass_use.limits();
         if limits == PassLimits::OFF {
             return None;
         }
@@ -432,8 +427,7 @@ impl Gate {
         let verdict = self
             .pass_use
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .request(id, network.as_deref(), limits, session_ms, now);
+            .request(id, network.as_deref(), session_ms, now);
         match verdict {
             UseVerdict::Fine => None,
             UseVerdict::TooFast { retry_after_ms } => {
@@ -453,10 +447,7 @@ impl Gate {
                     // The pass verified locally: an outage must not throw its holder out. The
                     // network is reported again by the next request.
                     Err(_) => {
-                        self.pass_use
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .unreported(id, &network);
+                        self.pass_use.lock().unreported(id, &network);
                         return None;
                     }
                 };

@@ -115,6 +115,13 @@ impl Store for Flaky {
         self.check()?;
         self.inner.note_network(pass, network, window_ms).await
     }
+    async fn report_pass_use(
+        &self,
+        uses: &[(String, u64)],
+    ) -> StoreResult<crate::core::sharing::SharedUse> {
+        self.check()?;
+        self.inner.report_pass_use(uses).await
+    }
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {
         self.check()?;
         self.inner.admission_round(limits, fence).await
@@ -204,7 +211,8 @@ fn bench(room: &str, rest: &str) -> Bench {
         store.clone(),
         clock.clone(),
         &metrics,
-    );
+    )
+    .with_pass_limits(config.pass.limits);
     let gate = Gate::new(GateParts {
         settings: room.settings.clone(),
         view: room.view.clone(),
@@ -217,7 +225,7 @@ fn bench(room: &str, rest: &str) -> Bench {
         cookie_name: room_config.cookie_name.clone(),
         on_store_error: config.store.on_error,
         ip_limits: config.rate_limit,
-        pass_limits: config.pass.limits,
+        pass_use: room.pass_use.clone(),
         turnstile: config
             .turnstile
             .as_ref()

@@ -1,16 +1,19 @@
 //! The state one room shares between its parts, each type named by who writes it: the live
 //! settings (the admin API, a reload, the settings another instance saved), the room view (the
 //! admission loop, every tick), the store's health (whoever called the store), and the waiting
-//! visitors seen polling (the gate; the loop takes them for its keep-alive batch), and the
-//! autopilot's recorder and status (the proxy records, the loop reports and decides).
+//! visitors seen polling (the gate; the loop takes them for its keep-alive batch), the
+//! autopilot's recorder and status (the proxy records, the loop reports and decides), and the
+//! ledger of pass use (the gate counts, the loop shares the counts with the other instances).
 
 pub mod changes;
 mod health;
+mod pass_use;
 mod pilot;
 mod settings;
 mod view;
 
 pub use health::StoreHealth;
+pub use pass_use::PassLedger;
 pub use pilot::Pilot;
 pub use settings::LiveSettings;
 pub use view::{Beat, Pollers, Pulse, RoomView, ViewCell};
@@ -21,6 +24,7 @@ use crate::clock::SharedClock;
 use crate::config::RoomSettings;
 use crate::config::model::AutopilotConfig;
 use crate::core::autopilot::Status;
+use crate::core::sharing::PassLimits;
 use crate::service::metrics::MetricsRegistry;
 use crate::store::Store;
 
@@ -36,6 +40,7 @@ pub struct Room {
     pub health: Arc<StoreHealth>,
     pub pollers: Arc<Pollers>,
     pub pilot: Arc<Pilot>,
+    pub pass_use: Arc<PassLedger>,
 }
 
 impl Room {
@@ -66,6 +71,7 @@ impl Room {
             view: Arc::new(ViewCell::new(pulse.clone())),
             health: Arc::new(StoreHealth::new(metrics.clone())),
             pollers: Arc::new(Pollers::default()),
+            pass_use: Arc::new(PassLedger::new(PassLimits::OFF)),
             store,
             clock,
             metrics,
@@ -76,6 +82,12 @@ impl Room {
     /// The room's `[autopilot]` (off unless given).
     pub fn with_autopilot(self, config: AutopilotConfig) -> Self {
         self.pilot.reconfigure(config);
+        self
+    }
+
+    /// `[pass]`'s limits on how one pass is used (off unless given).
+    pub fn with_pass_limits(mut self, limits: PassLimits) -> Self {
+        self.pass_use = Arc::new(PassLedger::new(limits));
         self
     }
 }

@@ -2,8 +2,9 @@
 //! only the holder of the group's lease admits, each room's round fenced with the lease's token.
 //! Every instance also refreshes its view of each room (gauges, the observed admission rate, who
 //! is called), wakes its waiting pages when that changed, beats their heartbeat, picks up
-//! settings changed on any instance, and runs the room's autopilot (`service::autopilot`: every
-//! instance reports its windows and applies the leader's limits; the leader decides).
+//! settings changed on any instance, runs the room's autopilot (`service::autopilot`: every
+//! instance reports its windows and applies the leader's limits; the leader decides), and
+//! shares what it served of each pass with the other instances (`share_pass_use`).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -21,7 +22,9 @@ use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
 use crate::core::room::RoomCounts;
 use crate::room::changes::{self, Change, Changes, Saved};
-use crate::room::{LiveSettings, Pilot, Pollers, Pulse, Room, RoomView, StoreHealth, ViewCell};
+use crate::room::{
+    LiveSettings, PassLedger, Pilot, Pollers, Pulse, Room, RoomView, StoreHealth, ViewCell,
+};
 use crate::service::autopilot::RoomPilotLoop;
 use crate::service::metrics::Metrics;
 use crate::store::{Store, StoreError};
@@ -31,6 +34,9 @@ use crate::store::{Store, StoreError};
 const HEARTBEAT_EVERY_MS: Millis = 15_000;
 /// How often a quiet room (nobody waiting or called) is looked at.
 const QUIET_EVERY_MS: Millis = 1_000;
+/// Passes in one report of pass use: a script call of this size takes Redis well under a
+/// millisecond; more passes with requests in one tick make several calls.
+const PASS_USE_BATCH: usize = 1_000;
 
 pub struct AdmissionLoop {
     rooms: Vec<Arc<RoomLoop>>,
@@ -52,6 +58,7 @@ pub struct RoomLoop {
     health: Arc<StoreHealth>,
     pollers: Arc<Pollers>,
     pulse: Arc<Pulse>,
+    pass_use: Arc<PassLedger>,
     settings_version: AtomicU64,
     estimator: Mutex<RateEstimator>,
     last_heartbeat: AtomicI64,
@@ -183,6 +190,7 @@ impl RoomLoop {
             health: room.health.clone(),
             pollers: room.pollers.clone(),
             pulse: room.pulse.clone(),
+            pass_use: room.pass_use.clone(),
             settings_version: AtomicU64::new(0),
             // Built before the first tick applies anything saved: configured is the file's.
             record: Mutex::new(Record {
@@ -585,7 +593,37 @@ impl RoomLoop {
         }
     }
 
+    /// `pass.max_requests_per_minute` as one budget over the instances: what this instance
+    /// served of each pass since the last tick goes to the store, and what the others served
+    /// comes off the pass's bucket here (`PassUse::settle`). A store call a tick when pass holders
+    /// came, none when none did: never one per request. On every tick, a quiet room's too, so
+    /// that the others hear within a tick. A report that fails is dropped (see
+    /// `PassUse::take_report`): the store's error metric and health say so.
+    async fn share_pass_use(&self) {
+        loop {
+            let sent = self.pass_use.lock().take_report(PASS_USE_BATCH);
+            if sent.is_empty() {
+                return;
+            }
+            let shared = self.store.report_pass_use(&sent).await;
+            self.health.note(&shared);
+            match shared {
+                Ok(shared) => self.pass_use.lock().settle(&sent, &shared),
+                Err(e) => {
+                    let requests: u64 = sent.iter().map(|(_, n)| n).sum();
+                    log::debug!(
+                        "room {}: {requests} requests of {} passes not shared with the other                          instances: {e}",
+                        self.id,
+                        sent.len()
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
     async fn tick(&self, fence: Option<u64>) {
+        self.share_pass_use().await;
         let now = self.clock.now_ms();
         if now < self.quiet_until.load(Ordering::Relaxed) && self.pollers.is_empty() {
             return;

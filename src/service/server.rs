@@ -391,7 +391,8 @@ pub fn build(
             clock.clone(),
             &metrics,
         )
-        .with_autopilot(room_config.autopilot.clone());
+        .with_autopilot(room_config.autopilot.clone())
+        .with_pass_limits(config.pass.limits);
         if unreachable.contains(&room_config.id) {
             // Down from the first moment (gauge, /readyz), not only after the loop's first tick.
             room.health.note(&Err::<(), _>(StoreError::Unavailable(
@@ -438,7 +439,7 @@ pub fn build(
             cookie_name: room_config.cookie_name.clone(),
             on_store_error: config.store.on_error,
             ip_limits: config.rate_limit,
-            pass_limits: config.pass.limits,
+            pass_use: room.pass_use.clone(),
             turnstile: turnstile.clone(),
         }));
         let room_loop = Arc::new(RoomLoop::new(&room));

@@ -11,7 +11,7 @@ use crate::core::autopilot::Signal;
 use crate::core::expiring::ExpiringSet;
 use crate::core::ip_limit::{IpClaim, IpLedger, IpLimits};
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoomState, RoundReport};
-use crate::core::sharing::NetworkLedger;
+use crate::core::sharing::{NetworkLedger, SharedUse, UseCounts};
 use crate::store::{
     AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
     StoreResult, TicketPlace, window_kept_until,
@@ -42,6 +42,8 @@ struct Inner {
     ips: IpLedger,
     /// Every pass's client networks within the last session.
     networks: NetworkLedger,
+    /// Every pass's requests in this minute and the last.
+    uses: UseCounts,
     /// Passes revoked for sharing, until they are no longer refused (the room keeps the rest).
     shared: ExpiringSet,
     autopilot: AutopilotState,
@@ -81,6 +83,7 @@ impl MemoryStore {
                 settings: None,
                 ips: IpLedger::default(),
                 networks: NetworkLedger::default(),
+                uses: UseCounts::default(),
                 shared: ExpiringSet::default(),
                 autopilot: AutopilotState::default(),
                 windows: BTreeMap::new(),
@@ -195,6 +198,10 @@ impl Store for MemoryStore {
 
     async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64> {
         Ok(self.with(|s, now| s.networks.note(pass, network, window_ms, now)))
+    }
+
+    async fn report_pass_use(&self, uses: &[(String, u64)]) -> StoreResult<SharedUse> {
+        Ok(self.with(|s, now| s.uses.add(uses, now)))
     }
 
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {

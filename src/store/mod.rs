@@ -13,6 +13,7 @@ use crate::core::autopilot::{Setpoint, Signal};
 use crate::core::ip_limit::{IpClaim, IpLimits};
 use crate::core::queue::Place;
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use crate::core::sharing::SharedUse;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -184,6 +185,15 @@ pub trait Store: Send + Sync + 'static {
     /// Notes that pass `pass` was used from client network `network` and answers how many
     /// networks it was used from within the last `window_ms` (a session), on every instance.
     async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64>;
+
+    /// `pass.max_requests_per_minute` as one budget over every instance: adds `uses` (each pass
+    /// and the requests this instance served of it since its last report) to the room's count
+    /// of the current minute, and answers that minute and, for each pass in `uses`' order, the
+    /// count of every instance in it and in the minute before (`UseCounts`, core/sharing.rs).
+    /// A minute's counts are kept until the end of the next. Called once a tick by each instance,
+    /// never per request. Not retried on a broken connection: counted twice, a pass's requests
+    /// would cost it twice on every instance.
+    async fn report_pass_use(&self, uses: &[(String, u64)]) -> StoreResult<SharedUse>;
 
     /// One admission step. Refused (`NotLeader`) for a fencing token below the highest this room
     /// has handed out or used: the lease of a proxy group lives in one room's store and leads

@@ -8,6 +8,7 @@ use waitroom::clock::{Clock, ManualClock, Millis};
 use waitroom::core::autopilot::{Exchange, Setpoint, Signal, window_start};
 use waitroom::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS};
 use waitroom::core::room::{Limits, Pick, Placing, PollOutcome};
+use waitroom::core::sharing::{MINUTE_MS, MinuteCounts, SharedUse};
 use waitroom::store::{
     AutopilotRecord, AutopilotState, RevokeReason, Store, StoreError, TicketPlace,
     window_kept_until,
@@ -310,6 +311,60 @@ pub async fn a_pass_counts_its_networks_within_a_session<S: Store>(
         2,
         "the first two were last seen over a session ago"
     );
+}
+
+/// The instances' reports of a pass's requests add up by minute: each report answers every
+/// instance's count of this minute and of the one before; older minutes are forgotten.
+pub async fn pass_use_adds_up_by_minute_over_instances<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let into = clock.now_ms().rem_euclid(MINUTE_MS);
+    clock.advance(Duration::from_millis((MINUTE_MS + 1_000 - into) as u64));
+    let minute = clock.now_ms() - 1_000;
+    let uses = |pairs: &[(&str, u64)]| -> Vec<(String, u64)> {
+        pairs.iter().map(|(p, n)| ((*p).to_owned(), *n)).collect()
+    };
+    let counts = |pairs: &[(u64, u64)]| -> Vec<MinuteCounts> {
+        pairs
+            .iter()
+            .map(|&(current, previous)| MinuteCounts { current, previous })
+            .collect()
+    };
+    // One instance, then another.
+    let a = store
+        .report_pass_use(&uses(&[("p", 3), ("q", 1)]))
+        .await
+        .unwrap();
+    assert_eq!(
+        a,
+        SharedUse {
+            minute,
+            counts: counts(&[(3, 0), (1, 0)])
+        }
+    );
+    let b = store.report_pass_use(&uses(&[("p", 2)])).await.unwrap();
+    assert_eq!(b.counts, counts(&[(5, 0)]));
+    let none = store.report_pass_use(&[]).await.unwrap();
+    assert_eq!((none.minute, none.counts.len()), (minute, 0));
+    clock.advance(Duration::from_secs(60));
+    let next = store
+        .report_pass_use(&uses(&[("p", 1), ("r", 4)]))
+        .await
+        .unwrap();
+    assert_eq!(
+        next,
+        SharedUse {
+            minute: minute + MINUTE_MS,
+            counts: counts(&[(1, 5), (4, 0)])
+        }
+    );
+    clock.advance(Duration::from_secs(60));
+    let third = store.report_pass_use(&uses(&[("p", 1)])).await.unwrap();
+    assert_eq!(third.counts, counts(&[(1, 1)]), "two minutes ago is gone");
+    clock.advance(Duration::from_secs(180));
+    let later = store.report_pass_use(&uses(&[("p", 2)])).await.unwrap();
+    assert_eq!(later.counts, counts(&[(2, 0)]));
 }
 
 pub async fn ending_a_waiting_visitor_leaves_the_line_whole<S: Store>(
@@ -950,7 +1005,8 @@ macro_rules! store_conformance {
             only_the_current_leader_writes_the_autopilot_record,
             the_pause_switch_is_kept_apart_from_the_record,
             a_pass_revoked_for_sharing_says_why,
-            a_pass_counts_its_networks_within_a_session
+            a_pass_counts_its_networks_within_a_session,
+            pass_use_adds_up_by_minute_over_instances
         );
     };
     (@each $make:expr; $($name:ident),+) => {

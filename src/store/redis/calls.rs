@@ -149,7 +149,7 @@ impl Calls {
     }
 
     /// Runs a script that stands alone, with keys and arguments of its own (the per-address
-    /// limit, a pass's networks).
+    /// limit, a pass's networks, pass use).
     pub(super) async fn standalone(
         &self,
         script: &'static str,
@@ -158,7 +158,7 @@ impl Calls {
         let mut conn = self.conn.clone();
         // Not retried on a broken connection: a claim that ran twice would count twice, and the
         // gate treats a failed claim like a failed join anyway; a pass's network is reported
-        // again by its next request.
+        // again by its next request; pass use counted twice would cost the pass twice.
         let value = within(self.command_timeout, inv.invoke_async::<Value>(&mut conn))
             .await
             .map_err(|e| e.in_script(script))?;

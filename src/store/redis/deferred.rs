@@ -20,6 +20,7 @@ use crate::clock::Millis;
 use crate::core::autopilot::Signal;
 use crate::core::ip_limit::{IpClaim, IpLimits};
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use crate::core::sharing::SharedUse;
 use crate::store::{
     AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
     StoreResult, TicketPlace,
@@ -154,6 +155,10 @@ impl Store for DeferredRedisStore {
 
     async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64> {
         self.store()?.note_network(pass, network, window_ms).await
+    }
+
+    async fn report_pass_use(&self, uses: &[(String, u64)]) -> StoreResult<SharedUse> {
+        self.store()?.report_pass_use(uses).await
     }
 
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {

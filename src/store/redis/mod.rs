@@ -6,6 +6,9 @@
 //! `wr:{shop}:queue`, so they share one Cluster hash slot; every script gets the keys it touches
 //! in KEYS: the room's twelve, then the heartbeat shards (`…:beats:<n>`) of the visitors at hand,
 //! or the autopilot's key (`…:autopilot`, or a window's `…:autopilot:w:<started_at>`).
+//! A few scripts stand alone with keys of their own in the same slot: an address's tickets
+//! (`…:ip:<address>`), a pass's networks (`…:nets:<pass>`), and the requests of every pass in a
+//! minute (`…:uses:<minute>`).
 //! Time comes from Redis `TIME` inside each script (or from a test clock), so the clocks of the
 //! proxy hosts don't matter.
 //!
@@ -41,6 +44,7 @@ use crate::clock::{Clock, Millis, SharedClock, SystemClock};
 use crate::core::autopilot::Signal;
 use crate::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS, RETAIN_LIVE_MS};
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use crate::core::sharing::{MINUTE_MS, MinuteCounts, SharedUse, minute_of};
 use crate::store::{
     AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
     StoreResult, TicketPlace, window_kept_until,
@@ -130,6 +134,8 @@ pub struct RedisStore {
     ip_prefix: String,
     /// A pass's networks are `{nets_prefix}<pass>`, in the room's hash slot.
     nets_prefix: String,
+    /// A minute's pass use is `{uses_prefix}<minute>`, in the room's hash slot.
+    uses_prefix: String,
     queue_key: String,
     /// The autopilot's hash: the leader's record and the pause switch.
     autopilot_key: String,
@@ -210,6 +216,7 @@ impl RedisStore {
             tasks: [feed, sender],
             ip_prefix: format!("{base}ip:"),
             nets_prefix: format!("{base}nets:"),
+            uses_prefix: format!("{base}uses:"),
             queue_key: format!("{base}queue"),
             autopilot_key: format!("{base}autopilot"),
             window_prefix: format!("{base}autopilot:w:"),
@@ -348,6 +355,38 @@ impl Store for RedisStore {
         let mut r = self.calls.standalone("note_network", &inv).await?;
         let count = r.int()?;
         u64::try_from(count).map_err(|_| corrupt("note_network", format!("count {count}")))
+    }
+
+    async fn report_pass_use(&self, uses: &[(String, u64)]) -> StoreResult<SharedUse> {
+        // The minute by this instance's clock: the keys must be named before the script runs.
+        // Instances whose clocks differ count the same requests in neighbouring minutes for a
+        // moment, and each reads both minutes, so a skew delays what they hear, no more.
+        let minute = minute_of(self.calls.time.local_now());
+        if uses.is_empty() {
+            return Ok(SharedUse {
+                minute,
+                counts: Vec::new(),
+            });
+        }
+        let mut inv = self.calls.scripts.report_pass_use.prepare_invoke();
+        inv.key(format!("{}{minute}", self.uses_prefix))
+            .key(format!("{}{}", self.uses_prefix, minute - MINUTE_MS))
+            .arg(self.calls.time.script_now())
+            .arg(minute + 2 * MINUTE_MS);
+        for (pass, count) in uses {
+            inv.arg(pass).arg(*count);
+        }
+        let mut r = self.calls.standalone("report_pass_use", &inv).await?;
+        let counts = uses
+            .iter()
+            .map(|_| {
+                Ok(MinuteCounts {
+                    current: r.count()?,
+                    previous: r.count()?,
+                })
+            })
+            .collect::<StoreResult<_>>()?;
+        Ok(SharedUse { minute, counts })
     }
 
     async fn admission_round(&self, limits: &Limits, fence: u64) -> StoreResult<RoundReport> {

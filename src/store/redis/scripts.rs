@@ -47,6 +47,8 @@ pub(super) struct Scripts {
     pub(super) claim_ticket: Script,
     /// A pass's networks: its own key (`{base}nets:<pass>`, in the room's hash slot).
     pub(super) note_network: Script,
+    /// Pass use by minute: a hash a minute (`{base}uses:<minute>`, in the room's hash slot).
+    pub(super) report_pass_use: Script,
 }
 
 impl Scripts {
@@ -75,6 +77,7 @@ impl Scripts {
             set_autopilot_paused: room_script!("set_autopilot_paused.lua"),
             claim_ticket: Script::new(include_str!("../lua/claim_ticket.lua")),
             note_network: Script::new(include_str!("../lua/note_network.lua")),
+            report_pass_use: Script::new(include_str!("../lua/report_pass_use.lua")),
         }
     }
 }
