@@ -12,6 +12,7 @@ pub mod config;
 pub mod core;
 pub mod gate;
 pub mod language;
+pub mod observe;
 pub mod proxy;
 pub mod request;
 pub mod respond;

@@ -867,12 +867,12 @@ fn check_expr(expr: &str, used: &mut BTreeSet<String>) {
             .iter()
             .find_map(|suffix| {
                 name.strip_suffix(suffix)
-                    .filter(|b| waitroom::service::metrics::HISTOGRAMS.contains(b))
+                    .filter(|b| waitroom::observe::HISTOGRAMS.contains(b))
             })
             .unwrap_or(&name);
         assert!(
-            waitroom::service::metrics::NAMES.contains(&base)
-                || waitroom::service::metrics::PROCESS_NAMES.contains(&base),
+            waitroom::observe::NAMES.contains(&base)
+                || waitroom::observe::PROCESS_NAMES.contains(&base),
             "{name} is not exported by the proxy (in {expr})"
         );
         used.insert(base.to_owned());
@@ -893,8 +893,8 @@ fn check_expr(expr: &str, used: &mut BTreeSet<String>) {
     ];
     for (label, allowed) in [
         ("outcome", &outcomes[..]),
-        ("kind", &waitroom::service::metrics::UPSTREAM_ERROR_KINDS),
-        ("class", &waitroom::service::metrics::ORIGIN_CLASSES),
+        ("kind", &waitroom::observe::UPSTREAM_ERROR_KINDS),
+        ("class", &waitroom::observe::ORIGIN_CLASSES),
     ] {
         let needle = format!("{label}=\"");
         let mut rest = expr;
@@ -914,7 +914,7 @@ fn check_expr(expr: &str, used: &mut BTreeSet<String>) {
 
 #[test]
 fn outcome_labels_in_the_checks_are_the_proxys() {
-    use waitroom::gate::Outcome;
+    use waitroom::observe::Outcome;
     let labels: Vec<&str> = [
         Outcome::Passed,
         Outcome::Admitted,

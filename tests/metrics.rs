@@ -6,7 +6,7 @@ mod common;
 
 use common::origin::StubOrigin;
 use common::proxy::{TestProxy, free_port};
-use waitroom::service::metrics::{ORIGIN_CLASSES, PROCESS_NAMES, UPSTREAM_ERROR_KINDS};
+use waitroom::observe::{ORIGIN_CLASSES, PROCESS_NAMES, UPSTREAM_ERROR_KINDS};
 
 /// The value of the one series `name{label="value",room="r"}`, if the text has it.
 fn series(text: &str, name: &str, label: &str, value: &str) -> Option<f64> {

@@ -3,8 +3,8 @@
 
 use crate::config::RoomSettings;
 use crate::config::model::{OnUnreachable, TurnstileAction};
+use crate::observe::ChallengeResult;
 use crate::request::view::Request;
-use crate::service::metrics::ChallengeResult;
 use crate::token::{Sighting, Ticket, new_visitor_id};
 use crate::turnstile::{self, PARKED_EPOCH, TokenError, Verification};
 

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::config::RoomSettings;
 use crate::core::estimate::WaitEstimate;
+use crate::observe::Outcome;
 use crate::token::{Pass, Ticket};
 
 /// A decision with the settings it was made under: the reply shows the same room the decision
@@ -72,55 +73,6 @@ pub enum Limit {
     TooManyLive,
     /// A pass holder asks for more than `pass.max_requests_per_minute`.
     PassRate,
-}
-
-/// What happened to a request on the protected route, as counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Held a valid pass.
-    Passed,
-    /// Let in by this request (directly, or claiming its turn).
-    Admitted,
-    Queued,
-    Bypassed,
-    Rejected,
-    /// Not covered by the room, the room suspended, or the store unreachable with
-    /// on_error = "open".
-    Unprotected,
-    /// Shown the bot challenge instead of a place (`[turnstile]`).
-    Challenged,
-    /// Refused a new ticket by the per-address limit, or a pass holder over its rate (429).
-    Limited,
-    /// Held a pass revoked for sharing (403).
-    Revoked,
-}
-
-impl Outcome {
-    pub const ALL: [Outcome; 9] = [
-        Outcome::Passed,
-        Outcome::Admitted,
-        Outcome::Queued,
-        Outcome::Bypassed,
-        Outcome::Rejected,
-        Outcome::Unprotected,
-        Outcome::Challenged,
-        Outcome::Limited,
-        Outcome::Revoked,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Outcome::Passed => "passed",
-            Outcome::Admitted => "admitted",
-            Outcome::Queued => "queued",
-            Outcome::Bypassed => "bypassed",
-            Outcome::Rejected => "rejected",
-            Outcome::Unprotected => "unprotected",
-            Outcome::Limited => "limited",
-            Outcome::Challenged => "challenged",
-            Outcome::Revoked => "revoked",
-        }
-    }
 }
 
 impl Decision {

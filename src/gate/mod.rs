@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 pub use challenge::{Answered, ChallengeAnswer};
-pub use decision::{Decided, Decision, Forward, Limit, Outcome, Wait};
+pub use decision::{Decided, Decision, Forward, Limit, Wait};
 pub use standing::{Watch, Watched};
 
 use crate::clock::{Millis, SharedClock};
@@ -28,11 +28,11 @@ use crate::core::estimate::WaitEstimate;
 use crate::core::fairness::FairnessWindow;
 use crate::core::ip_limit::IpLimits;
 use crate::core::sharing::{PassLimits, UseVerdict};
+use crate::observe::{Metrics, Outcome};
 use crate::request::client::network_key;
 use crate::request::crawler;
 use crate::request::view::Request;
 use crate::room::{LiveSettings, PassLedger, Pollers, StoreHealth, ViewCell};
-use crate::service::metrics::Metrics;
 use crate::store::{RevokeReason, Store, StoreError};
 use crate::token::{Pass, Signer, Ticket, Token, Verified, new_visitor_id};
 use crate::turnstile::Turnstile;

@@ -10,7 +10,8 @@ use crate::request::view::Request;
 use crate::store::{StoreError, TicketPlace};
 use crate::token::{Sighting, Ticket};
 
-use super::{ChallengeAnswer, Decision, Forward, Gate, Limit, Outcome};
+use super::{ChallengeAnswer, Decision, Forward, Gate, Limit};
+use crate::observe::Outcome;
 
 /// The epoch of a ticket issued while the store was unreachable: no store has it, so when the
 /// store is back the ticket is put in line where its arrival time says.

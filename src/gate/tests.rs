@@ -203,7 +203,7 @@ fn bench(room: &str, rest: &str) -> Bench {
         down: AtomicBool::new(false),
         polls: AtomicUsize::new(0),
     });
-    let metrics = crate::service::metrics::MetricsRegistry::new();
+    let metrics = crate::observe::MetricsRegistry::new();
     let room_config = &config.rooms[0];
     let room = Room::new(
         "r",

@@ -15,6 +15,7 @@ use pingora_proxy::Session;
 
 use super::Front;
 use crate::gate::Watch;
+use crate::observe::StreamRefusal;
 use crate::room::Beat;
 
 /// Longest a stream stays open; the page reconnects after that.
@@ -36,28 +37,6 @@ pub struct StreamSlot<'a> {
     budget: &'a StreamBudget,
     address: Option<String>,
     visitor: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refused {
-    /// This visitor holds its share already.
-    Visitor,
-    /// This client address (`listen.max_event_streams_per_ip`) holds its share already.
-    Address,
-    /// The proxy holds its budget of streams.
-    Proxy,
-}
-
-impl Refused {
-    pub const ALL: [Refused; 3] = [Refused::Visitor, Refused::Address, Refused::Proxy];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Refused::Visitor => "visitor",
-            Refused::Address => "address",
-            Refused::Proxy => "proxy",
-        }
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -106,14 +85,18 @@ impl StreamBudget {
 
     /// A place for a stream of `visitor` (its ticket) from `address` (its per-address limit
     /// key): the proxy's, the address's and the visitor's shares, all or none.
-    pub fn take(&self, visitor: Option<&str>, address: &str) -> Result<StreamSlot<'_>, Refused> {
+    pub fn take(
+        &self,
+        visitor: Option<&str>,
+        address: &str,
+    ) -> Result<StreamSlot<'_>, StreamRefusal> {
         let taken = self
             .open
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < self.max_total).then_some(n + 1)
             });
         if taken.is_err() {
-            return Err(Refused::Proxy);
+            return Err(StreamRefusal::Proxy);
         }
         // From here, each share is in the slot as soon as it is taken: a refusal drops the slot,
         // which gives back exactly what was taken.
@@ -124,13 +107,13 @@ impl StreamBudget {
         };
         if let Some(max) = self.max_per_address {
             if !take_place(&self.per_address, address, max) {
-                return Err(Refused::Address);
+                return Err(StreamRefusal::Address);
             }
             slot.address = Some(address.to_owned());
         }
         if let Some(visitor) = visitor {
             if !take_place(&self.per_visitor, visitor, STREAMS_PER_VISITOR) {
-                return Err(Refused::Visitor);
+                return Err(StreamRefusal::Visitor);
             }
             slot.visitor = Some(visitor.to_owned());
         }
@@ -154,7 +137,7 @@ impl Drop for StreamSlot<'_> {
 /// (HTML's rule: no reconnection), so the page's `onerror` closes it and the page polls the
 /// JSON status instead. Not an error status: nothing went wrong, and a CDN in front neither
 /// retries it nor counts it as a failure. No Content-Length: a 204 must not carry one.
-fn refusal(refused: Refused, retry_secs: u64) -> pingora::Result<ResponseHeader> {
+fn refusal(refused: StreamRefusal, retry_secs: u64) -> pingora::Result<ResponseHeader> {
     let mut header = ResponseHeader::build(204, Some(3))?;
     header.insert_header("cache-control", "no-store")?;
     header.insert_header("retry-after", retry_secs.to_string())?;
@@ -179,9 +162,7 @@ pub async fn serve(
     let _slot = match budget.take(watch.visitor(), address) {
         Ok(slot) => slot,
         Err(refused) => {
-            if let Some(counter) = front.metrics.event_streams_refused.get(refused as usize) {
-                counter.inc();
-            }
+            front.metrics.stream_refused(refused);
             let retry = gate.settings().refresh_interval.as_secs().max(1);
             let header = refusal(refused, retry)?;
             return session.write_response_header(Box::new(header), true).await;
@@ -287,9 +268,12 @@ mod tests {
         assert_eq!(budget.open(), 1);
         assert_eq!(
             budget.take(Some("b"), "2.2.2.2").err(),
-            Some(Refused::Proxy)
+            Some(StreamRefusal::Proxy)
         );
-        assert_eq!(budget.take(None, "2.2.2.2").err(), Some(Refused::Proxy));
+        assert_eq!(
+            budget.take(None, "2.2.2.2").err(),
+            Some(StreamRefusal::Proxy)
+        );
         drop(first);
         assert_eq!(budget.open(), 0);
         let second = budget.take(Some("b"), "2.2.2.2").unwrap();
@@ -306,7 +290,7 @@ mod tests {
             .collect();
         assert_eq!(
             budget.take(Some("a"), "1.1.1.1").err(),
-            Some(Refused::Visitor)
+            Some(StreamRefusal::Visitor)
         );
         assert_eq!(budget.open(), STREAMS_PER_VISITOR);
         drop(held);
@@ -322,7 +306,10 @@ mod tests {
             .map(|t| budget.take(Some(t), "1.1.1.1").unwrap())
             .collect();
         for ticket in [Some("d"), Some("a"), None] {
-            assert_eq!(budget.take(ticket, "1.1.1.1").err(), Some(Refused::Address));
+            assert_eq!(
+                budget.take(ticket, "1.1.1.1").err(),
+                Some(StreamRefusal::Address)
+            );
         }
         // Refusals give back the proxy's share they took on the way.
         assert_eq!(budget.open(), 3);
@@ -339,25 +326,14 @@ mod tests {
             .collect();
         assert_eq!(
             budget.take(Some("a"), "1.1.1.1").err(),
-            Some(Refused::Visitor)
+            Some(StreamRefusal::Visitor)
         );
         assert!(budget.take(Some("b"), "1.1.1.1").is_ok());
     }
 
     #[test]
-    fn refusals_are_counted_under_their_own_reason() {
-        assert_eq!(
-            Refused::ALL.map(Refused::label),
-            crate::service::metrics::STREAM_REFUSALS
-        );
-        for (i, refused) in Refused::ALL.into_iter().enumerate() {
-            assert_eq!(refused as usize, i);
-        }
-    }
-
-    #[test]
     fn a_refused_stream_is_told_to_poll_not_failed() {
-        let header = refusal(Refused::Address, 2).unwrap();
+        let header = refusal(StreamRefusal::Address, 2).unwrap();
         assert_eq!(header.status, 204);
         assert!(header.headers.get("content-length").is_none());
         assert_eq!(

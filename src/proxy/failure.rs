@@ -6,6 +6,7 @@ use pingora_proxy::{FailToProxy, Session};
 
 use super::{RequestCtx, WaitroomProxy};
 use crate::core::autopilot::Exchange;
+use crate::observe::UpstreamFailure;
 use crate::respond::Failure;
 use crate::respond::reply::Reply;
 
@@ -37,19 +38,23 @@ pub(super) async fn answer(
             can_reuse_downstream: false,
         };
     }
+    // The origin's failures are counted by kind; the visitor's own (a request that cannot be
+    // read) are not the origin's.
     let (code, kind, failure) = match e.etype() {
         ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => {
-            (504, "timeout", Failure::TooSlow)
+            (504, Some(UpstreamFailure::Timeout), Failure::TooSlow)
         }
         ErrorType::TLSHandshakeFailure
         | ErrorType::TLSHandshakeTimedout
         | ErrorType::InvalidCert
-        | ErrorType::HandshakeError => (502, "tls", Failure::NotAnswering),
+        | ErrorType::HandshakeError => (502, Some(UpstreamFailure::Tls), Failure::NotAnswering),
         ErrorType::Custom(_) if e.etype() == &ORIGIN_UNRESOLVED => {
-            (502, "resolve", Failure::NotAnswering)
+            (502, Some(UpstreamFailure::Resolve), Failure::NotAnswering)
         }
-        ErrorType::HTTPStatus(code) => (*code, "status", Failure::Status),
-        _ if e.esource() == &ErrorSource::Upstream => (502, "connect", Failure::NotAnswering),
+        ErrorType::HTTPStatus(code) => (*code, Some(UpstreamFailure::Status), Failure::Status),
+        _ if e.esource() == &ErrorSource::Upstream => {
+            (502, Some(UpstreamFailure::Connect), Failure::NotAnswering)
+        }
         _ if super::visitor_went_away(e) => {
             // The visitor went away: nobody to answer.
             return FailToProxy {
@@ -57,22 +62,22 @@ pub(super) async fn answer(
                 can_reuse_downstream: false,
             };
         }
-        _ => (400, "request", Failure::BadRequest),
+        _ => (400, None, Failure::BadRequest),
     };
-    if code >= 500 {
+    let room = proxy.origin_room(ctx);
+    if code >= 500
+        && let Some(kind) = kind
+    {
         // The autopilot counts the origin's failures as errors: a timeout with the time waited.
         let waited = ctx.origin_started.map(|started| started.elapsed());
         let exchange = match (kind, waited) {
-            ("timeout", Some(after)) => Exchange::Timeout { after },
+            (UpstreamFailure::Timeout, Some(after)) => Exchange::Timeout { after },
             _ => Exchange::Failed,
         };
         proxy.record_exchange(ctx, exchange);
-    }
-    let room = proxy.origin_room(ctx);
-    if code >= 500
-        && let Some(room) = room
-    {
-        room.metrics.upstream_error(kind);
+        if let Some(room) = room {
+            room.metrics.upstream_error(kind);
+        }
     }
     // The page of the request's room, or of the first room: an error page needs some branding.
     let Some(responder) = room.or(proxy.fronts.first()).map(|f| &f.responder) else {

@@ -7,6 +7,7 @@ use pingora_proxy::Session;
 
 use crate::config::model::ProtectedResponses;
 use crate::core::autopilot::Exchange;
+use crate::observe::UpgradeRefusal;
 use crate::request::client::forwarded_for;
 
 use super::{Front, RequestCtx, WaitroomProxy};
@@ -34,7 +35,7 @@ pub(super) fn rewrite(
         && strip_upgrade(upstream)?
         && let Some(front) = proxy.counting_room(ctx)
     {
-        front.metrics.upgrades_refused[0].inc();
+        front.metrics.upgrade_refused(UpgradeRefusal::Request);
     }
     // The configured Host wins, and only after the decision: the gate saw the visitor's.
     match (&proxy.origin.host_header, ctx.host.take()) {
@@ -125,7 +126,7 @@ pub(super) fn refuse_tunnel(
         return Ok(());
     }
     if let Some(front) = proxy.counting_room(ctx) {
-        front.metrics.upgrades_refused[1].inc();
+        front.metrics.upgrade_refused(UpgradeRefusal::Response);
     }
     Err(pingora_core::Error::explain(
         pingora_core::ErrorType::Custom(TUNNEL_REFUSED),

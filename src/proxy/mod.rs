@@ -33,7 +33,9 @@ pub use events::{STREAMS_PER_VISITOR, StreamBudget};
 
 use crate::config::model::OriginConfig;
 use crate::core::autopilot::Exchange;
-use crate::gate::{Decision, Gate, Outcome};
+use crate::gate::{Decision, Gate};
+use crate::observe::Metrics;
+use crate::observe::Outcome;
 use crate::request::authority::Authority;
 use crate::request::client::{Cidr, ClientAddress, client_ip};
 use crate::request::route::Routes;
@@ -42,7 +44,6 @@ use crate::respond::Responder;
 use crate::respond::reply::Reply;
 use crate::room::{Pilot, Pulse};
 use crate::service::logging::ACCESS;
-use crate::service::metrics::Metrics;
 use crate::service::origin::OriginAddresses;
 
 /// Larger request headers are refused with 431 before any work is done.
@@ -81,16 +82,34 @@ pub struct WaitroomProxy {
     ipv6_prefix: u8,
 }
 
-/// The decision of a request the gate never saw: the proxy's own paths, or refused requests.
-const RESERVED: &str = "reserved";
-const REFUSED: &str = "refused";
+/// What the access line says was decided for a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Logged {
+    /// Not decided yet: the request failed before a decision (a head Pingora refused).
+    Undecided,
+    /// The gate's outcome, or `unprotected` for a request no room covers.
+    Gate(Outcome),
+    /// The proxy's own paths (`/__waitroom/...`).
+    Reserved,
+    /// Refused before any decision: a target or host read more than one way, oversized headers.
+    Refused,
+}
+
+impl Logged {
+    fn label(self) -> &'static str {
+        match self {
+            Logged::Undecided => "-",
+            Logged::Gate(outcome) => outcome.label(),
+            Logged::Reserved => "reserved",
+            Logged::Refused => "refused",
+        }
+    }
+}
 
 #[derive(Debug)]
 pub struct RequestCtx {
     started: Instant,
-    /// passed, admitted, queued, bypassed, rejected, unprotected, challenged, limited,
-    /// reserved or refused.
-    decision: &'static str,
+    decision: Logged,
     /// What is forwarded, when it differs from what came.
     target: Option<String>,
     /// The request may open a tunnel (`Upgrade`): a pass holder on a protected path, or a path
@@ -351,7 +370,7 @@ impl ProxyHttp for WaitroomProxy {
     fn new_ctx(&self) -> Self::CTX {
         RequestCtx {
             started: Instant::now(),
-            decision: "-",
+            decision: Logged::Undecided,
             target: None,
             upgrade_allowed: false,
             host: None,
@@ -403,7 +422,7 @@ impl ProxyHttp for WaitroomProxy {
         ctx: &mut Self::CTX,
     ) -> pingora::Result<bool> {
         if oversized(session.req_header()) {
-            ctx.decision = REFUSED;
+            ctx.decision = Logged::Refused;
             session.set_keepalive(None);
             Reply::text(431, "request header fields too large\n")
                 .send(session, false)
@@ -419,7 +438,7 @@ impl ProxyHttp for WaitroomProxy {
         let canonical = match Canonical::read(head(req, &mut host_lines), &self.sites) {
             Ok(canonical) => canonical,
             Err(refusal) => {
-                ctx.decision = REFUSED;
+                ctx.decision = Logged::Refused;
                 log::debug!(
                     "refused {:?}: {refusal}",
                     String::from_utf8_lossy(req.raw_path())
@@ -433,7 +452,7 @@ impl ProxyHttp for WaitroomProxy {
             }
         };
         if let Some(reserved) = canonical.reserved() {
-            ctx.decision = RESERVED;
+            ctx.decision = Logged::Reserved;
             let Some(room) = self.reserved_room(&canonical) else {
                 Reply::text(404, "no such room: name it with ?room=\n")
                     .send(session, head_only)
@@ -454,7 +473,7 @@ impl ProxyHttp for WaitroomProxy {
         ctx.room = room;
         self.count_unparsed(ctx, unparsed);
         let Some(front) = room.and_then(|i| self.fronts.get(i)) else {
-            ctx.decision = Outcome::Unprotected.label();
+            ctx.decision = Logged::Gate(Outcome::Unprotected);
             ctx.upgrade_allowed = req.headers.contains_key(http::header::UPGRADE)
                 && self.websocket_path_outside_rooms(
                     canonical.host.as_ref().map(Authority::host),
@@ -466,7 +485,7 @@ impl ProxyHttp for WaitroomProxy {
         let request =
             Request::new(&canonical, &req.headers, client_ip).with_unparsed_client(unparsed);
         let decided = front.gate.decide(&request).await;
-        ctx.decision = decided.decision.outcome().label();
+        ctx.decision = Logged::Gate(decided.decision.outcome());
         let reply = match &decided.decision {
             Decision::Forward(forward) => {
                 // The autopilot judges the origin by what admitted visitors get: not bypassed
@@ -637,7 +656,7 @@ impl ProxyHttp for WaitroomProxy {
             .unwrap_or("");
         log::info!(
             target: ACCESS,
-            decision = ctx.decision,
+            decision = ctx.decision.label(),
             method = req.method.as_str(),
             host = host,
             path = req.uri.path(),
@@ -649,7 +668,7 @@ impl ProxyHttp for WaitroomProxy {
             client = client.as_str(),
             visitor = ctx.holder.as_deref().unwrap_or(""),
             error = error;
-            "{}", ctx.decision
+            "{}", ctx.decision.label()
         );
     }
 }

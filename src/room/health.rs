@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::service::metrics::Metrics;
+use crate::observe::Metrics;
 use crate::store::StoreError;
 
 pub struct StoreHealth {

@@ -25,7 +25,7 @@ use crate::config::RoomSettings;
 use crate::config::model::AutopilotConfig;
 use crate::core::autopilot::Status;
 use crate::core::sharing::PassLimits;
-use crate::service::metrics::MetricsRegistry;
+use crate::observe::MetricsRegistry;
 use crate::store::Store;
 
 /// One room's shared state, made once at start; each part hands on only what it needs.
@@ -33,7 +33,7 @@ pub struct Room {
     pub id: String,
     pub store: Arc<dyn Store>,
     pub clock: SharedClock,
-    pub metrics: Arc<crate::service::metrics::Metrics>,
+    pub metrics: Arc<crate::observe::Metrics>,
     pub pulse: Arc<Pulse>,
     pub settings: Arc<LiveSettings>,
     pub view: Arc<ViewCell>,

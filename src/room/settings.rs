@@ -10,8 +10,8 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use crate::clock::{Millis, SharedClock};
 use crate::config::RoomSettings;
 use crate::core::autopilot::Setpoint;
+use crate::observe::Metrics;
 use crate::room::Pulse;
-use crate::service::metrics::Metrics;
 
 pub struct LiveSettings {
     configured: ArcSwap<RoomSettings>,

@@ -21,12 +21,12 @@ use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
 use crate::core::room::RoomCounts;
+use crate::observe::Metrics;
 use crate::room::changes::{self, Change, Changes, Saved};
 use crate::room::{
     LiveSettings, PassLedger, Pilot, Pollers, Pulse, Room, RoomView, StoreHealth, ViewCell,
 };
 use crate::service::autopilot::RoomPilotLoop;
-use crate::service::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
 /// Open waiting pages hear from the proxy at least this often, so that proxies and load

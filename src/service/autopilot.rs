@@ -388,8 +388,8 @@ mod tests {
     use crate::config::Config;
     use crate::config::model::Environment;
     use crate::core::autopilot::Exchange;
+    use crate::observe::MetricsRegistry;
     use crate::room::Room;
-    use crate::service::metrics::MetricsRegistry;
     use crate::store::memory::MemoryStore;
 
     struct NoEnvironment;

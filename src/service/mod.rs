@@ -11,7 +11,6 @@ pub mod lifecycle;
 pub mod limits;
 pub mod live;
 pub mod logging;
-pub mod metrics;
 pub mod origin;
 pub mod reload;
 pub mod server;

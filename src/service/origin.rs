@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use pingora_core::server::ShutdownWatch;
 use pingora_core::services::background::BackgroundService;
 
-use crate::service::metrics::OriginMetrics;
+use crate::observe::OriginMetrics;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
@@ -276,7 +276,7 @@ impl BackgroundService for OriginResolver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::metrics::MetricsRegistry;
+    use crate::observe::MetricsRegistry;
     use std::sync::Mutex;
 
     /// Answers from a script, one answer per lookup, the last one for ever.

@@ -20,6 +20,7 @@ use crate::clock::{SharedClock, SystemClock};
 use crate::config::Config;
 use crate::config::model::{Backend, Cap};
 use crate::gate::{Gate, GateParts};
+use crate::observe::MetricsRegistry;
 use crate::proxy::{ConnectionLimits, Connections, Front, FrontDoor, ProxySettings, WaitroomProxy};
 use crate::request::route::Routes;
 use crate::request::view::{Reserved, Sites};
@@ -32,7 +33,6 @@ use crate::service::admission::{AdmissionLoop, RoomLoop};
 use crate::service::demo_shop::DemoShop;
 use crate::service::lifecycle::{Signals, write_pid_file};
 use crate::service::limits::{OpenFiles, raise_open_files};
-use crate::service::metrics::MetricsRegistry;
 use crate::service::origin::{
     OriginAddresses, OriginResolver, Resolve, ResolveError, SystemResolver,
 };

@@ -13,11 +13,11 @@ use subtle::ConstantTimeEq;
 
 pub use room::RoomAdmin;
 
+use crate::observe::MetricsRegistry;
 use crate::proxy::Connections;
 use crate::respond::reply::Reply;
 use crate::service::admission::AdmissionLoop;
 use crate::service::limits::OpenFiles;
-use crate::service::metrics::MetricsRegistry;
 use crate::service::reload::{ReloadError, Reloaded, Reloader};
 
 /// Admin request bodies are small JSON objects.

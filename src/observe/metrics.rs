@@ -1,40 +1,13 @@
-//! Prometheus metrics: one registry per proxy (so several can run in one test process), every
+//! Prometheus families: one registry per proxy (so several can run in one test process), every
 //! family labelled with the room, each room's series resolved once (`Metrics`).
 
-use crate::gate::Outcome;
+use super::labels::{
+    ChallengeResult, ORIGIN_CLASSES, Outcome, StreamRefusal, UpgradeRefusal, UpstreamFailure,
+};
 use prometheus::{
     Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
     IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
-
-/// What became of a Turnstile token posted by the waiting page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChallengeResult {
-    Passed,
-    Failed,
-    /// siteverify could not be asked or gave no usable answer.
-    Unreachable,
-    /// Not a token at all (missing, too long, bad characters): refused without asking.
-    Malformed,
-}
-
-impl ChallengeResult {
-    const ALL: [ChallengeResult; 4] = [
-        ChallengeResult::Passed,
-        ChallengeResult::Failed,
-        ChallengeResult::Unreachable,
-        ChallengeResult::Malformed,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            ChallengeResult::Passed => "passed",
-            ChallengeResult::Failed => "failed",
-            ChallengeResult::Unreachable => "unreachable",
-            ChallengeResult::Malformed => "malformed",
-        }
-    }
-}
 
 /// Every metric the proxy exports (histograms add `_bucket`, `_sum`, `_count`): dashboards and
 /// alert rules are checked against this list, and a test keeps it equal to the registry.
@@ -80,24 +53,6 @@ pub const NAMES: &[&str] = &[
 /// The histograms among `NAMES`.
 pub const HISTOGRAMS: &[&str] = &["waitroom_wait_seconds", "waitroom_origin_seconds"];
 
-/// Every `kind` of `waitroom_upstream_errors_total`: what the proxy's `fail_to_proxy` counts
-/// (an origin that refused or dropped the connection, a failed TLS handshake, a timeout, an
-/// error status), or no address known for the origin's name (`resolve`). Each series exists from
-/// the start at 0, so the first failure shows in `rate()`.
-pub const UPSTREAM_ERROR_KINDS: [&str; 5] = ["connect", "tls", "timeout", "status", "resolve"];
-
-/// Every `reason` of `waitroom_event_streams_refused_total`, in the order of the proxy's
-/// `events::Refused`: the visitor's share (a ticket's few tabs), the client address's
-/// (`listen.max_event_streams_per_ip`), the proxy's (`listen.max_event_streams`).
-pub const STREAM_REFUSALS: [&str; 3] = ["visitor", "address", "proxy"];
-
-/// Every `stage` of `waitroom_upgrades_refused_total`: an `Upgrade` taken off a request that may
-/// not open a tunnel, and a 101 the origin sent anyway, answered 502.
-pub const UPGRADE_REFUSALS: [&str; 2] = ["request", "response"];
-
-/// Every `class` of `waitroom_origin_responses_total`, likewise created at 0.
-pub const ORIGIN_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
-
 /// The process metrics of the prometheus crate's process collector (Linux only: it reads
 /// /proc), in the same registry: memory, file descriptors, CPU time, threads.
 pub const PROCESS_NAMES: &[&str] = if cfg!(target_os = "linux") {
@@ -131,7 +86,7 @@ pub struct Metrics {
     /// New tickets refused by the per-address limit: too fast, or too many in line.
     pub refused_too_fast: IntCounter,
     pub refused_too_many_live: IntCounter,
-    upstream_errors: [IntCounter; UPSTREAM_ERROR_KINDS.len()],
+    upstream_errors: [IntCounter; UpstreamFailure::ALL.len()],
     origin_responses: [IntCounter; 5],
     pub origin_seconds: Histogram,
     pub store_errors: IntCounter,
@@ -152,14 +107,14 @@ pub struct Metrics {
     pub passes_shared: IntCounter,
     /// Pass holders' requests refused by `pass.max_requests_per_minute`.
     pub pass_requests_limited: IntCounter,
-    /// Event streams answered "poll instead", by `STREAM_REFUSALS` reason.
-    pub event_streams_refused: [IntCounter; 3],
+    /// Event streams answered "poll instead", by reason.
+    event_streams_refused: [IntCounter; StreamRefusal::ALL.len()],
     /// Connections closed because a request body went silent past `listen.body_timeout`.
     pub body_timeouts: IntCounter,
     /// Requests whose client address a trusted proxy wrote unreadably (`unknown`, ...).
     pub client_address_unparsed: IntCounter,
-    /// Upgrades refused, by `UPGRADE_REFUSALS` stage.
-    pub upgrades_refused: [IntCounter; 2],
+    /// Upgrades refused, by stage.
+    upgrades_refused: [IntCounter; UpgradeRefusal::ALL.len()],
 }
 
 /// The origin's name as looked up in the background (`service::origin`): one origin for every
@@ -462,8 +417,8 @@ impl MetricsRegistry {
             requests: Outcome::ALL.map(|o| self.requests.with_label_values(&with(o.label()))),
             refused_too_fast: self.refused.with_label_values(&with("rate")),
             refused_too_many_live: self.refused.with_label_values(&with("live")),
-            upstream_errors: UPSTREAM_ERROR_KINDS
-                .map(|kind| self.upstream_errors.with_label_values(&with(kind))),
+            upstream_errors: UpstreamFailure::ALL
+                .map(|kind| self.upstream_errors.with_label_values(&with(kind.label()))),
             origin_responses: ORIGIN_CLASSES
                 .map(|class| self.origin_responses.with_label_values(&with(class))),
             origin_seconds: self.origin_seconds.with_label_values(&[id]),
@@ -488,12 +443,16 @@ impl MetricsRegistry {
                 .autopilot_new_users_per_minute
                 .with_label_values(&[id]),
             origin_inflight: self.origin_inflight.with_label_values(&[id]),
-            event_streams_refused: STREAM_REFUSALS
-                .map(|reason| self.event_streams_refused.with_label_values(&with(reason))),
+            event_streams_refused: StreamRefusal::ALL.map(|reason| {
+                self.event_streams_refused
+                    .with_label_values(&with(reason.label()))
+            }),
             body_timeouts: self.body_timeouts.with_label_values(&[id]),
             client_address_unparsed: self.client_address_unparsed.with_label_values(&[id]),
-            upgrades_refused: UPGRADE_REFUSALS
-                .map(|stage| self.upgrades_refused.with_label_values(&with(stage))),
+            upgrades_refused: UpgradeRefusal::ALL.map(|stage| {
+                self.upgrades_refused
+                    .with_label_values(&with(stage.label()))
+            }),
         }
     }
 
@@ -515,13 +474,16 @@ impl Metrics {
         self.turnstile_verifications[result as usize].inc();
     }
 
-    /// `kind` is one of `UPSTREAM_ERROR_KINDS` (a new kind belongs in that list, so that its
-    /// series exists from the start).
-    pub fn upstream_error(&self, kind: &str) {
-        match UPSTREAM_ERROR_KINDS.iter().position(|k| *k == kind) {
-            Some(i) => self.upstream_errors[i].inc(),
-            None => debug_assert!(false, "upstream error kind {kind:?} is not listed"),
-        }
+    pub fn upstream_error(&self, kind: UpstreamFailure) {
+        self.upstream_errors[kind as usize].inc();
+    }
+
+    pub fn stream_refused(&self, reason: StreamRefusal) {
+        self.event_streams_refused[reason as usize].inc();
+    }
+
+    pub fn upgrade_refused(&self, stage: UpgradeRefusal) {
+        self.upgrades_refused[stage as usize].inc();
     }
 
     pub fn origin_response(&self, status: u16) {
@@ -533,6 +495,7 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::UPSTREAM_ERROR_KINDS;
 
     #[test]
     fn the_published_names_are_exactly_the_registered_metrics() {
@@ -583,7 +546,7 @@ mod tests {
         let classes = zero_series(&text, "waitroom_origin_responses_total", "class");
         assert_eq!(classes, ORIGIN_CLASSES, "{text}");
 
-        m.upstream_error("timeout");
+        m.upstream_error(UpstreamFailure::Timeout);
         m.origin_response(503);
         let text = families.render();
         assert!(text.contains("waitroom_upstream_errors_total{kind=\"timeout\",room=\"r\"} 1"));
