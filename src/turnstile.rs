@@ -7,12 +7,29 @@
 //! ticket, but with no store entry, so the admission loop never calls it.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::model::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMode};
-use crate::respond::status::Challenge;
 use crate::token::Sighting;
+
+/// What a page or an app needs to show the challenge and hand its token back.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Challenge {
+    /// "turnstile".
+    pub provider: &'static str,
+    pub site_key: String,
+    /// Cloudflare's turnstile_mode name.
+    pub mode: &'static str,
+    /// Where the token goes: POST, form-encoded, in the field `field`.
+    pub url: String,
+    pub field: &'static str,
+    /// The ready widget for templates (`{{{turnstile}}}`); the JSON has the parts above.
+    #[serde(skip)]
+    pub widget: Arc<str>,
+}
 
 /// Where the page posts the widget's token (form-encoded, field `TOKEN_FIELD`).
 pub const TURNSTILE_PATH: &str = "/__waitroom/turnstile";

@@ -18,7 +18,7 @@ use common::proxy::{
 };
 use tokio::io::{AsyncWriteExt, BufReader};
 use waitroom::config::Config;
-use waitroom::service::origin::{Resolve, ResolveError};
+use waitroom::proxy::origin::{Resolve, ResolveError};
 use waitroom::service::server::{RunOptions, Running, StartError, spawn};
 
 /// The access lines and the origin resolver's lines the proxies of this binary write, and every

@@ -87,3 +87,17 @@ impl Decision {
         }
     }
 }
+
+/// Where one visitor stands, as its page, its JSON or its event stream shows it.
+#[derive(Debug, Clone, Copy)]
+pub enum Shown {
+    Waiting {
+        position: Option<u64>,
+        queued: u64,
+        estimate: WaitEstimate,
+    },
+    Admitted,
+    /// No longer waiting and not admitted (dropped out, left): the page should reload.
+    Gone,
+    Closed,
+}

@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 pub use challenge::{Answered, ChallengeAnswer};
-pub use decision::{Decided, Decision, Forward, Limit, Wait};
+pub use decision::{Decided, Decision, Forward, Limit, Shown, Wait};
 pub use standing::{Watch, Watched};
 
 use crate::clock::{Millis, SharedClock};

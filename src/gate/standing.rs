@@ -5,11 +5,11 @@
 use crate::clock::Millis;
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::room::{Placing, PollOutcome};
-use crate::respond::status::Standing as Shown;
 use crate::token::{Sighting, Ticket};
 use crate::turnstile::{self, PARKED_EPOCH};
 
 use super::Gate;
+use super::decision::Shown;
 use crate::request::view::Request;
 use crate::token::Token;
 

@@ -117,7 +117,7 @@ pub struct Metrics {
     upgrades_refused: [IntCounter; UpgradeRefusal::ALL.len()],
 }
 
-/// The origin's name as looked up in the background (`service::origin`): one origin for every
+/// The origin's name as looked up in the background (`proxy::origin`): one origin for every
 /// room, so not labelled by room.
 #[derive(Clone)]
 pub struct OriginMetrics {

@@ -2,6 +2,10 @@
 //! above (the room, the gate, the proxy, the loops) reports here with plain values, and this
 //! imports none of them.
 
+/// The log target of the access log, one line per request on the public listener
+/// (`RUST_LOG=waitroom::access=off` drops them too).
+pub const ACCESS_LOG: &str = "waitroom::access";
+
 mod labels;
 mod metrics;
 

@@ -16,6 +16,7 @@ mod connections;
 mod events;
 mod failure;
 mod forward;
+pub mod origin;
 mod reserved;
 
 use std::net::IpAddr;
@@ -34,6 +35,7 @@ pub use events::{STREAMS_PER_VISITOR, StreamBudget};
 use crate::config::model::OriginConfig;
 use crate::core::autopilot::Exchange;
 use crate::gate::{Decision, Gate};
+use crate::observe::ACCESS_LOG;
 use crate::observe::Metrics;
 use crate::observe::Outcome;
 use crate::request::authority::Authority;
@@ -43,8 +45,7 @@ use crate::request::view::{Canonical, Head, Request, Sites};
 use crate::respond::Responder;
 use crate::respond::reply::Reply;
 use crate::room::{Pilot, Pulse};
-use crate::service::logging::ACCESS;
-use crate::service::origin::OriginAddresses;
+use origin::OriginAddresses;
 
 /// Larger request headers are refused with 431 before any work is done.
 const MAX_HEADER_VALUE: usize = 16 * 1024;
@@ -655,7 +656,7 @@ impl ProxyHttp for WaitroomProxy {
             .or_else(|| req.uri.host())
             .unwrap_or("");
         log::info!(
-            target: ACCESS,
+            target: ACCESS_LOG,
             decision = ctx.decision.label(),
             method = req.method.as_str(),
             host = host,

@@ -145,7 +145,7 @@ mod tests {
     use crate::config::file::RoomSection;
     use crate::config::model::page_template::{VARIABLES, check};
     use crate::core::estimate::WaitEstimate;
-    use crate::respond::status::Standing;
+    use crate::gate::Shown;
 
     fn status(estimate: WaitEstimate, queued: u64) -> StatusBody {
         let section: RoomSection = toml::from_str(
@@ -153,7 +153,7 @@ mod tests {
         )
         .unwrap();
         let settings = RoomSettings::from_section(&section).unwrap();
-        let standing = Standing::Waiting {
+        let standing = Shown::Waiting {
             position: Some(3),
             queued,
             estimate,
@@ -235,7 +235,7 @@ mod tests {
         let (page, _) = compile("[{{{turnstile}}}]{{^infiniteQueue}}.{{/infiniteQueue}}").unwrap();
         let mut body = status(WaitEstimate::Unknown, 1);
         assert_eq!(page.render(&PageVariables::new(&body, None, "r")), "[].");
-        body.waitroom.challenge = Some(crate::respond::status::Challenge {
+        body.waitroom.challenge = Some(crate::turnstile::Challenge {
             provider: "turnstile",
             site_key: "k".into(),
             mode: "invisible",

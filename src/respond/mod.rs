@@ -14,16 +14,17 @@ use std::sync::Arc;
 use crate::clock::{SharedClock, rfc3339_ms};
 use crate::config::model::Branding;
 use crate::config::{QueueingMethod, RoomSettings};
-use crate::gate::{Decided, Decision, Forward, Limit, Wait, Watched};
+use crate::gate::{Decided, Decision, Forward, Limit, Shown, Wait, Watched};
 use crate::language::{Locale, PageLanguage};
 use crate::request::view::{Request, Reserved};
 use crate::store::StoreError;
+use crate::turnstile::Challenge;
 use cookies::CookieJar;
 use custom_page::{CustomPage, PageVariables};
 pub use page::Failure;
 use page::{ChallengeView, ClosedView, Countdown, ErrorView, Look, WaitingView};
 use reply::Reply;
-use status::{Challenge, Standing, StatusBody};
+use status::StatusBody;
 
 /// How the visitor asked to be answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +114,7 @@ impl Responder {
         match &decided.decision {
             Decision::Forward(forward) => {
                 let now = self.clock.now_ms();
-                let body = StatusBody::new(&decided.settings, Standing::Admitted, now);
+                let body = StatusBody::new(&decided.settings, Shown::Admitted, now);
                 let reply = Reply::json(200, &body);
                 match self.pass_cookie(forward) {
                     Some(cookie) => reply.with_header("set-cookie", cookie),
@@ -179,7 +180,7 @@ impl Responder {
     fn waiting(&self, settings: &RoomSettings, wait: &Wait, format: Format) -> Reply {
         let now = self.clock.now_ms();
         let refresh = settings.refresh_interval.as_secs().max(1);
-        let standing = Standing::Waiting {
+        let standing = Shown::Waiting {
             position: wait.position,
             queued: wait.queued,
             estimate: wait.estimate,
@@ -226,7 +227,7 @@ impl Responder {
     }
 
     fn closed(&self, settings: &RoomSettings, format: Format) -> Reply {
-        let body = StatusBody::new(settings, Standing::Closed, self.clock.now_ms());
+        let body = StatusBody::new(settings, Shown::Closed, self.clock.now_ms());
         // Cloudflare renders the custom page for a reject queue too (isRejectQueue).
         self.page(settings, format, &body, None, |locale| {
             page::render_closed(&ClosedView {
@@ -247,7 +248,7 @@ impl Responder {
         let Some(challenge) = &self.challenge else {
             return Reply::text(500, "no challenge configured\n");
         };
-        let standing = Standing::Waiting {
+        let standing = Shown::Waiting {
             position: None,
             queued,
             estimate,

@@ -2,15 +2,15 @@
 //! Cloudflare's order, so a client written for Cloudflare works unchanged; our extras sit beside
 //! it under `waitroom`.
 
-use std::sync::Arc;
-
 use serde::Serialize;
 
 use crate::clock::{Millis, rfc3339_ms};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::estimate::{WaitEstimate, minutes_ceil};
 use crate::core::schedule::Phase;
+use crate::gate::Shown;
 use crate::language::Locale;
+use crate::turnstile::Challenge;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -70,42 +70,11 @@ pub struct EventExtras {
     pub ends_at: String,
 }
 
-/// What a page or an app needs to show the challenge and hand its token back.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Challenge {
-    /// "turnstile".
-    pub provider: &'static str,
-    pub site_key: String,
-    /// Cloudflare's turnstile_mode name.
-    pub mode: &'static str,
-    /// Where the token goes: POST, form-encoded, in the field `field`.
-    pub url: String,
-    pub field: &'static str,
-    /// The ready widget for templates (`{{{turnstile}}}`); the JSON has the parts above.
-    #[serde(skip)]
-    pub widget: Arc<str>,
-}
-
 #[derive(Debug, Serialize)]
 pub struct StatusBody {
     #[serde(rename = "cfWaitingRoom")]
     pub cf: CfWaitingRoom,
     pub waitroom: WaitroomExtras,
-}
-
-/// Where one visitor stands, as far as the status needs to know.
-#[derive(Debug, Clone, Copy)]
-pub enum Standing {
-    Waiting {
-        position: Option<u64>,
-        queued: u64,
-        estimate: WaitEstimate,
-    },
-    Admitted,
-    /// No longer waiting and not admitted (dropped out, left): the page should reload.
-    Gone,
-    Closed,
 }
 
 const UNAVAILABLE: &str = "unavailable";
@@ -132,16 +101,16 @@ impl StatusBody {
         )
     }
 
-    pub fn new(settings: &RoomSettings, standing: Standing, now: Millis) -> Self {
+    pub fn new(settings: &RoomSettings, standing: Shown, now: Millis) -> Self {
         let method = settings.queueing_method;
         let (in_waiting_room, position, queued, estimate) = match standing {
-            Standing::Waiting {
+            Shown::Waiting {
                 position,
                 queued,
                 estimate,
             } => (true, position, queued, estimate),
-            Standing::Admitted | Standing::Gone => (false, None, 0, WaitEstimate::Unknown),
-            Standing::Closed => (true, None, 0, WaitEstimate::Unknown),
+            Shown::Admitted | Shown::Gone => (false, None, 0, WaitEstimate::Unknown),
+            Shown::Closed => (true, None, 0, WaitEstimate::Unknown),
         };
         let (p25, p50, p75) = match estimate {
             WaitEstimate::Spread { p25, p50, p75 } => {
@@ -196,7 +165,7 @@ impl StatusBody {
             waitroom: WaitroomExtras {
                 position,
                 queued,
-                admitted: matches!(standing, Standing::Admitted),
+                admitted: matches!(standing, Shown::Admitted),
                 eta_seconds: estimate.seconds(),
                 event: event.map(|e| EventExtras {
                     name: e.name.clone(),

@@ -1,6 +1,6 @@
 //! Log lines: readable text or one JSON object per line, the level from `RUST_LOG` (default
 //! `info`). Structured fields travel as the `log` crate's key-values, so a line written as
-//! `info!(target: ACCESS, status = 200; "request")` becomes `status=200` in text and
+//! `info!(target: ACCESS_LOG, status = 200; "request")` becomes `status=200` in text and
 //! `"status":200` in JSON.
 
 use std::io::Write;
@@ -9,9 +9,6 @@ use log::kv::{Key, Value, VisitSource};
 use serde_json::Value as Json;
 
 use crate::config::model::LogFormat;
-
-/// The target of the per-request access lines (`RUST_LOG=waitroom::access=off` drops them too).
-pub const ACCESS: &str = "waitroom::access";
 
 /// Installs the process-wide logger; a second call (tests, embedding) keeps the first one.
 pub fn init(format: LogFormat) {
@@ -141,6 +138,7 @@ pub fn text_line(ts: &str, record: &log::Record) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::ACCESS_LOG;
 
     fn with_record<R>(f: impl FnOnce(&log::Record) -> R) -> R {
         let kvs: &[(&str, log::kv::Value)] = &[
@@ -151,7 +149,7 @@ mod tests {
         ];
         let record = log::Record::builder()
             .level(log::Level::Info)
-            .target(ACCESS)
+            .target(ACCESS_LOG)
             .args(format_args!("request"))
             .key_values(&kvs)
             .build();
@@ -186,7 +184,7 @@ mod tests {
         assert!(line.starts_with("{\"ts\":\"2026-01-01T00:00:00.000Z\",\"level\":\"INFO\""));
         let v: Json = serde_json::from_str(&line).unwrap();
         assert_eq!(v["level"], "INFO");
-        assert_eq!(v["target"], ACCESS);
+        assert_eq!(v["target"], ACCESS_LOG);
         assert_eq!(v["msg"], "request");
         assert_eq!(v["status"], 200);
         assert_eq!(v["path"], "/a \"b\"");

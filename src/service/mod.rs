@@ -1,7 +1,6 @@
 //! Running the product: the server assembled from the config (`server`), the admission loop
-//! (`admission`), the admin listener (`admin`), the origin's addresses looked up off the
-//! request path (`origin`), metrics, reloads, signals and hand-over (`lifecycle`), logs, TLS,
-//! the open-file limit and the demo shop.
+//! (`admission`), the admin listener (`admin`), reloads, signals and hand-over (`lifecycle`),
+//! logs, TLS, the open-file limit and the demo shop.
 
 pub mod admin;
 pub mod admission;
@@ -11,7 +10,6 @@ pub mod lifecycle;
 pub mod limits;
 pub mod live;
 pub mod logging;
-pub mod origin;
 pub mod reload;
 pub mod server;
 pub mod tls;

@@ -21,6 +21,9 @@ use crate::config::Config;
 use crate::config::model::{Backend, Cap};
 use crate::gate::{Gate, GateParts};
 use crate::observe::MetricsRegistry;
+use crate::proxy::origin::{
+    OriginAddresses, OriginResolver, Resolve, ResolveError, SystemResolver,
+};
 use crate::proxy::{ConnectionLimits, Connections, Front, FrontDoor, ProxySettings, WaitroomProxy};
 use crate::request::route::Routes;
 use crate::request::view::{Reserved, Sites};
@@ -33,9 +36,6 @@ use crate::service::admission::{AdmissionLoop, RoomLoop};
 use crate::service::demo_shop::DemoShop;
 use crate::service::lifecycle::{Signals, write_pid_file};
 use crate::service::limits::{OpenFiles, raise_open_files};
-use crate::service::origin::{
-    OriginAddresses, OriginResolver, Resolve, ResolveError, SystemResolver,
-};
 use crate::service::reload::Reloader;
 use crate::service::tls::{TlsError, check_ca_file, check_listener, install_crypto_provider};
 use crate::store::memory::MemoryStore;
