@@ -38,7 +38,7 @@ impl Gate {
     /// The waiting page (or JSON) with the widget and no place: nothing is stored for it. What
     /// the back of the line waits is still worth knowing.
     pub(super) fn challenge(&self, settings: &RoomSettings) -> Decision {
-        let queued = self.view.load().queued;
+        let queued = self.room.view.load().queued;
         Decision::Challenge {
             queued,
             estimate: self.estimate(settings, Some(queued + 1), queued + 1),
@@ -48,21 +48,21 @@ impl Gate {
     /// Verifies the widget's token with siteverify, then puts the visitor in line (or in, when
     /// the room has space), parks it, or asks for the challenge again. `form` is the body.
     pub async fn answer_challenge(&self, req: &Request<'_>, form: &[u8]) -> Answered {
-        let Some(turnstile) = &self.turnstile else {
+        let Some(turnstile) = &self.rules.turnstile else {
             return Answered::NoChallenge;
         };
         // A second answer (another tab, a double submit) is not worth a siteverify call: the
         // visitor's place or pass answers. A revoked visitor holds neither: it starts over.
         let holds_place = self
             .token(req)
-            .is_some_and(|token| self.store.revoked(token.visitor()).is_none());
+            .is_some_and(|token| self.room.store.revoked(token.visitor()).is_none());
         if holds_place {
             return Answered::Decided(self.visit(req, ChallengeAnswer::None).await);
         }
         let token = match turnstile::token_from_form(form) {
             Ok(token) => token,
             Err(e) => {
-                self.metrics.challenge(ChallengeResult::Malformed);
+                self.room.metrics.challenge(ChallengeResult::Malformed);
                 return Answered::Malformed(e);
             }
         };
@@ -77,9 +77,9 @@ impl Gate {
             Err(_) => None,
         };
         match turnstile.verify(&token, req.client_ip).await {
-            Verification::Passed => self.metrics.challenge(ChallengeResult::Passed),
+            Verification::Passed => self.room.metrics.challenge(ChallengeResult::Passed),
             Verification::Failed { codes } => {
-                self.metrics.challenge(ChallengeResult::Failed);
+                self.room.metrics.challenge(ChallengeResult::Failed);
                 log::info!("turnstile: challenge failed ({})", codes.join(", "));
                 if turnstile.action == TurnstileAction::InfiniteQueue {
                     let parked = self.park(&settings);
@@ -87,7 +87,7 @@ impl Gate {
                 }
             }
             Verification::Unreachable(e) => {
-                self.metrics.challenge(ChallengeResult::Unreachable);
+                self.room.metrics.challenge(ChallengeResult::Unreachable);
                 log::warn!("turnstile: {e}");
                 if turnstile.on_unreachable == OnUnreachable::Retry {
                     return Answered::TryAgain;
@@ -100,8 +100,8 @@ impl Gate {
     /// A ticket at the back of the line as the loop last saw it, in no store, answered like any
     /// waiting visitor's: never its turn.
     fn park(&self, settings: &RoomSettings) -> Decision {
-        let view = self.view.load();
-        let now = self.clock.now_ms();
+        let view = self.room.view.load();
+        let now = self.room.clock.now_ms();
         let position = view.queued + 1;
         let ticket = Ticket {
             id: new_visitor_id(),
@@ -116,7 +116,7 @@ impl Gate {
             },
             expires_at: 0,
         };
-        self.metrics.turnstile_parked.inc();
+        self.room.metrics.turnstile_parked.inc();
         self.waiting(settings, ticket, Some(position), position)
     }
 }

@@ -21,19 +21,19 @@ pub use challenge::{Answered, ChallengeAnswer};
 pub use decision::{Decided, Decision, Forward, Limit, Shown, Wait};
 pub use standing::{Watch, Watched};
 
-use crate::clock::{Millis, SharedClock};
+use crate::clock::Millis;
 use crate::config::model::OnStoreError;
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::estimate::WaitEstimate;
 use crate::core::fairness::FairnessWindow;
 use crate::core::ip_limit::IpLimits;
 use crate::core::sharing::{PassLimits, UseVerdict};
-use crate::observe::{Metrics, Outcome};
+use crate::observe::Outcome;
 use crate::request::client::network_key;
 use crate::request::crawler;
 use crate::request::view::Request;
-use crate::room::{LiveSettings, PassLedger, Pollers, StoreHealth, ViewCell};
-use crate::store::{RevokeReason, Store, StoreError};
+use crate::room::Room;
+use crate::store::{RevokeReason, StoreError};
 use crate::token::{Pass, Signer, Ticket, Token, Verified, new_visitor_id};
 use crate::turnstile::Turnstile;
 
@@ -45,82 +45,38 @@ const RENEW_AFTER_SHARE: Millis = 10;
 /// Admissions kept for the fairness figures (each claim compares itself with all of them).
 const FAIRNESS_WINDOW: usize = 1000;
 
-/// What the gate is built from: the room's shared state (`room`) and the rest of the config.
-pub struct GateParts {
-    pub settings: Arc<LiveSettings>,
-    pub view: Arc<ViewCell>,
-    pub health: Arc<StoreHealth>,
-    pub pollers: Arc<Pollers>,
-    pub store: Arc<dyn Store>,
-    pub clock: SharedClock,
-    pub metrics: Arc<Metrics>,
+/// The room's rules for its visitors that the config sets once: how a visitor's cookie is read
+/// and what a newcomer must pass before it gets a place.
+pub struct GateRules {
     pub signer: Arc<Signer>,
     pub cookie_name: String,
     pub on_store_error: OnStoreError,
     pub ip_limits: IpLimits,
-    /// What this instance saw of each pass's use, held to `[pass]`'s limits (networks, requests
-    /// per minute); the room's, shared with the admission loop.
-    pub pass_use: Arc<PassLedger>,
     /// `[turnstile]`: newcomers pass a challenge before they get a place.
     pub turnstile: Option<Arc<Turnstile>>,
 }
 
 pub struct Gate {
-    settings: Arc<LiveSettings>,
-    view: Arc<ViewCell>,
-    health: Arc<StoreHealth>,
-    pollers: Arc<Pollers>,
-    store: Arc<dyn Store>,
-    clock: SharedClock,
-    metrics: Arc<Metrics>,
-    signer: Arc<Signer>,
-    cookie_name: String,
-    on_store_error: OnStoreError,
-    ip_limits: IpLimits,
-    pass_use: Arc<PassLedger>,
-    turnstile: Option<Arc<Turnstile>>,
+    /// The room's shared state: its settings, the loop's view, its store (health noted), the
+    /// pollers, the ledger of pass use.
+    room: Arc<Room>,
+    rules: GateRules,
     /// This instance's last admissions, arrival against admission order.
     fairness: Mutex<FairnessWindow>,
 }
 
 impl Gate {
-    pub fn new(parts: GateParts) -> Self {
-        let GateParts {
-            settings,
-            view,
-            health,
-            pollers,
-            store,
-            clock,
-            metrics,
-            signer,
-            cookie_name,
-            on_store_error,
-            ip_limits,
-            pass_use,
-            turnstile,
-        } = parts;
+    pub fn new(room: Arc<Room>, rules: GateRules) -> Self {
         Self {
-            settings,
-            view,
-            health,
-            pollers,
-            store,
-            clock,
-            metrics,
-            signer,
-            cookie_name,
-            on_store_error,
-            ip_limits,
-            pass_use,
-            turnstile,
+            room,
+            rules,
             fairness: Mutex::new(FairnessWindow::new(FAIRNESS_WINDOW)),
         }
     }
 
     /// The settings in effect now.
     pub fn settings(&self) -> Arc<RoomSettings> {
-        self.settings.now()
+        self.room.settings.now()
     }
 
     /// The decision for a request to this room (the proxy routed it here; reserved paths
@@ -144,7 +100,7 @@ impl Gate {
     }
 
     fn counted(&self, decision: Decision, settings: Arc<RoomSettings>) -> Decided {
-        self.metrics.request(decision.outcome());
+        self.room.metrics.request(decision.outcome());
         Decided { decision, settings }
     }
 
@@ -165,7 +121,9 @@ impl Gate {
         let token = verified.map(|v| v.token);
         // A revocation covers the visitor, not just its cookie: the ticket its pass came from
         // (or a copy of it) is refused like the pass.
-        let revoked = token.as_ref().and_then(|t| self.store.revoked(t.visitor()));
+        let revoked = token
+            .as_ref()
+            .and_then(|t| self.room.store.revoked(t.visitor()));
         match (token, revoked) {
             (Some(_), Some(RevokeReason::Shared)) => Decision::Shared,
             (Some(Token::Pass(pass)), None) => {
@@ -182,7 +140,7 @@ impl Gate {
                     ChallengeAnswer::Passed { claimed: Some(id) } => id.clone(),
                     _ => new_visitor_id(),
                 };
-                let now = self.clock.now_ms();
+                let now = self.room.clock.now_ms();
                 self.newcomer(id, None, now, settings, req, answer).await
             }
         }
@@ -195,15 +153,17 @@ impl Gate {
 
     /// [`Gate::token`], and whether it is a legacy one to replace.
     fn verified(&self, req: &Request<'_>) -> Option<Verified> {
-        self.signer
-            .check(req.cookie(&self.cookie_name)?, self.clock.now_ms())
+        self.rules.signer.check(
+            req.cookie(&self.rules.cookie_name)?,
+            self.room.clock.now_ms(),
+        )
     }
 
     /// The pass this request holds, if any (revoked or not): the origin's revoke command ends
     /// it on whatever path the response answers.
     pub fn pass_holder(&self, headers: &http::HeaderMap) -> Option<String> {
-        let raw = crate::request::view::cookie_in(headers, &self.cookie_name)?;
-        match self.signer.verify(raw, self.clock.now_ms())? {
+        let raw = crate::request::view::cookie_in(headers, &self.rules.cookie_name)?;
+        match self.rules.signer.verify(raw, self.room.clock.now_ms())? {
             Token::Pass(pass) => Some(pass.id),
             Token::Ticket(_) => None,
         }
@@ -220,13 +180,16 @@ impl Gate {
         if let Some(refused) = self.in_use(&pass.id, settings, req).await {
             return refused;
         }
-        let now = self.clock.now_ms();
+        let now = self.room.clock.now_ms();
         let limits = settings.limits();
         let renew_after = limits.session_ms / RENEW_AFTER_SHARE;
         let mut renewed = None;
         if !settings.disable_session_renewal && now - pass.renewed_at >= renew_after {
-            let touched = self.store.touch_pass(&pass.id, &pass.epoch, &limits).await;
-            self.health.note(&touched);
+            let touched = self
+                .room
+                .store
+                .touch_pass(&pass.id, &pass.epoch, &limits)
+                .await;
             match touched {
                 Ok(Some(expires_at)) => {
                     renewed = Some(Pass {
@@ -257,10 +220,12 @@ impl Gate {
         match settings.queueing_method {
             QueueingMethod::Reject => return Decision::Closed,
             QueueingMethod::Passthrough => {
-                // The room was switched to passthrough while this visitor waited.
-                let left = self.store.leave_queue(&ticket.id).await;
-                self.health.note(&left);
-                let now = self.clock.now_ms();
+                // The room was switched to passthrough while this visitor waited. A place the
+                // store could not drop now is dropped as abandoned later.
+                if let Err(e) = self.room.store.leave_queue(&ticket.id).await {
+                    log::debug!("ticket {} not taken out of the line: {e}", ticket.id);
+                }
+                let now = self.room.clock.now_ms();
                 return self
                     .newcomer(ticket.id, None, now, settings, req, ChallengeAnswer::None)
                     .await;
@@ -298,7 +263,7 @@ impl Gate {
                 )
                 .await
             }
-            standing::Standing::Unreachable(ticket) => match self.on_store_error {
+            standing::Standing::Unreachable(ticket) => match self.rules.on_store_error {
                 OnStoreError::Open => Decision::Forward(Forward::plain(Outcome::Unprotected)),
                 OnStoreError::Closed => self.waiting(settings, ticket, None, 0),
             },
@@ -307,7 +272,7 @@ impl Gate {
 
     /// A visitor let in now: its pass, to be set as a cookie on the origin's answer.
     fn admitted(&self, id: String, epoch: String, expires_at: Millis) -> Decision {
-        let now = self.clock.now_ms();
+        let now = self.room.clock.now_ms();
         Decision::Forward(Forward {
             outcome: Outcome::Admitted,
             holder: Some(id.clone()),
@@ -324,12 +289,11 @@ impl Gate {
     /// The store's epoch for a new pass: the loop's, or asked of the store before the loop has
     /// first reached it.
     async fn epoch(&self) -> String {
-        let known = self.view.load().epoch.clone();
+        let known = self.room.view.load().epoch.clone();
         if !known.is_empty() {
             return known.to_string();
         }
-        let asked = self.store.epoch().await;
-        self.health.note(&asked);
+        let asked = self.room.store.epoch().await;
         asked.unwrap_or_default()
     }
 
@@ -342,7 +306,7 @@ impl Gate {
         if settings.queue_all || settings.prequeueing() {
             return WaitEstimate::Unknown;
         }
-        let rate = self.view.load().rate_per_second;
+        let rate = self.room.view.load().rate_per_second;
         match (settings.queueing_method, position) {
             (QueueingMethod::Random, _) => WaitEstimate::random(queued, rate),
             (_, Some(position)) => WaitEstimate::fifo(position, rate),
@@ -360,7 +324,7 @@ impl Gate {
         position: Option<u64>,
         queued: u64,
     ) -> Decision {
-        let now = self.clock.now_ms();
+        let now = self.room.clock.now_ms();
         let abandon_after = settings.limits().abandon_after_ms;
         let issued_at = ticket.expires_at - abandon_after;
         let sign = ticket.seen.at == now || now - issued_at >= abandon_after / 10;
@@ -376,13 +340,11 @@ impl Gate {
 
     /// `POST /__waitroom/leave`: gives up the place or ends the pass.
     pub async fn leave(&self, req: &Request<'_>) -> Result<bool, StoreError> {
-        let result = match self.token(req) {
-            Some(Token::Ticket(t)) => self.store.leave_queue(&t.id).await,
+        match self.token(req) {
+            Some(Token::Ticket(t)) => self.room.store.leave_queue(&t.id).await,
             Some(Token::Pass(p)) => self.end_pass(&p.id).await,
             None => Ok(false),
-        };
-        self.health.note(&result);
-        result
+        }
     }
 
     /// Ends a pass (leave, the origin's revoke command, the admin API).
@@ -392,12 +354,12 @@ impl Gate {
 
     async fn revoke(&self, id: &str, reason: RevokeReason) -> Result<bool, StoreError> {
         let ended = self
+            .room
             .store
             .end_pass(id, reason, &self.settings().limits())
             .await;
-        self.health.note(&ended);
         if matches!(ended, Ok(true)) {
-            self.metrics.revoked.inc();
+            self.room.metrics.revoked.inc();
         }
         ended
     }
@@ -413,25 +375,26 @@ impl Gate {
         settings: &RoomSettings,
         req: &Request<'_>,
     ) -> Option<Decision> {
-        let limits = self.pass_use.limits();
+        let limits = self.room.pass_use.limits();
         if limits == PassLimits::OFF {
             return None;
         }
-        let now = self.clock.now_ms();
+        let now = self.room.clock.now_ms();
         let session_ms = settings.limits().session_ms;
         // Formatted only when networks are counted: this runs on every pass holder's request.
         let network = req
             .client_ip
             .filter(|_| limits.max_networks > 0)
-            .map(|ip| network_key(ip, self.ip_limits.ipv6_prefix));
+            .map(|ip| network_key(ip, self.rules.ip_limits.ipv6_prefix));
         let verdict = self
+            .room
             .pass_use
             .lock()
             .request(id, network.as_deref(), session_ms, now);
         match verdict {
             UseVerdict::Fine => None,
             UseVerdict::TooFast { retry_after_ms } => {
-                self.metrics.pass_requests_limited.inc();
+                self.room.metrics.pass_requests_limited.inc();
                 let seconds = u64::try_from(retry_after_ms).unwrap_or(1).div_ceil(1000);
                 Some(Decision::Limited {
                     retry_after_secs: seconds.max(1),
@@ -440,14 +403,13 @@ impl Gate {
             }
             UseVerdict::Report => {
                 let network = network?;
-                let noted = self.store.note_network(id, &network, session_ms).await;
-                self.health.note(&noted);
+                let noted = self.room.store.note_network(id, &network, session_ms).await;
                 let count = match noted {
                     Ok(count) => count,
                     // The pass verified locally: an outage must not throw its holder out. The
                     // network is reported again by the next request.
                     Err(_) => {
-                        self.pass_use.lock().unreported(id, &network);
+                        self.room.pass_use.lock().unreported(id, &network);
                         return None;
                     }
                 };
@@ -459,7 +421,7 @@ impl Gate {
                      (pass.max_networks = {}), the last {network}",
                     limits.max_networks
                 );
-                self.metrics.passes_shared.inc();
+                self.room.metrics.passes_shared.inc();
                 // Revoked or not (the store may be down), this request does not go through.
                 let _ = self.revoke(id, RevokeReason::Shared).await;
                 Some(Decision::Shared)
@@ -470,21 +432,27 @@ impl Gate {
     /// A waiting visitor claims its admission: its wait, and where it came in the admission
     /// order against its arrival.
     fn claimed(&self, ticket: &Ticket, called_at: Millis) {
-        self.metrics.admitted.inc();
+        self.room.metrics.admitted.inc();
         // Tickets from before `arrived_at` existed carry their arrival in their place.
         let arrived_at = if ticket.arrived_at > 0 {
             ticket.arrived_at
         } else {
             ticket.place / 1000
         };
-        let waited = (self.clock.now_ms() - arrived_at).max(0);
-        self.metrics.wait_seconds.observe(waited as f64 / 1000.0);
+        let waited = (self.room.clock.now_ms() - arrived_at).max(0);
+        self.room
+            .metrics
+            .wait_seconds
+            .observe(waited as f64 / 1000.0);
         let mut window = self.fairness.lock().unwrap_or_else(|p| p.into_inner());
         let compared = window.record(arrived_at, called_at);
-        self.metrics.order_inversions.inc_by(compared.inversions);
-        self.metrics.order_pairs.inc_by(compared.pairs);
+        self.room
+            .metrics
+            .order_inversions
+            .inc_by(compared.inversions);
+        self.room.metrics.order_pairs.inc_by(compared.pairs);
         if let Some(tau) = window.tau() {
-            self.metrics.order_tau.set(tau);
+            self.room.metrics.order_tau.set(tau);
         }
     }
 }

@@ -31,11 +31,10 @@ impl Gate {
         match settings.queueing_method {
             QueueingMethod::Reject => return Decision::Closed,
             QueueingMethod::Passthrough => {
-                let admitted = self.store.admit_unconditionally(&id, &limits).await;
-                self.health.note(&admitted);
+                let admitted = self.room.store.admit_unconditionally(&id, &limits).await;
                 return match admitted {
                     Ok(expires_at) => {
-                        self.metrics.admitted.inc();
+                        self.room.metrics.admitted.inc();
                         let epoch = self.epoch().await;
                         self.admitted(id, epoch, expires_at)
                     }
@@ -52,7 +51,7 @@ impl Gate {
         // While a line waits (as of the loop's last look) a direct admission would be refused:
         // skip the store call and join. The store still decides atomically when the view is
         // stale the other way.
-        let line_waits = self.view.load().queued > 0;
+        let line_waits = self.room.view.load().queued > 0;
         if limits.admitting && !line_waits {
             if !counted {
                 match self.claim_ticket(&id, settings, req).await {
@@ -61,11 +60,10 @@ impl Gate {
                     Err(_) => return self.store_unreachable(id, restore, arrived_at, settings),
                 }
             }
-            let direct = self.store.admit_directly(&id, &limits).await;
-            self.health.note(&direct);
+            let direct = self.room.store.admit_directly(&id, &limits).await;
             match direct {
                 Ok(Some(expires_at)) => {
-                    self.metrics.admitted.inc();
+                    self.room.metrics.admitted.inc();
                     // The pass's first network: its copies elsewhere count from here.
                     if let Some(refused) = self.in_use(&id, settings, req).await {
                         return refused;
@@ -80,7 +78,7 @@ impl Gate {
         // Cloudflare challenges on the waiting page only: a visitor let in at once never sees
         // it, and a ticket whose place was lost passed it already. The answer counts against
         // the address again, as a new place.
-        if restore.is_none() && answer == ChallengeAnswer::None && self.turnstile.is_some() {
+        if restore.is_none() && answer == ChallengeAnswer::None && self.rules.turnstile.is_some() {
             return self.challenge(settings);
         }
         if !counted {
@@ -90,12 +88,11 @@ impl Gate {
                 Err(_) => return self.store_unreachable(id, restore, arrived_at, settings),
             }
         }
-        let joined = self.store.join(&id, restore.as_ref(), &limits).await;
-        self.health.note(&joined);
+        let joined = self.room.store.join(&id, restore.as_ref(), &limits).await;
         match joined {
             Ok(joined) => {
                 // A quiet room's loop looks at it only once a second; someone in line wakes it.
-                self.pollers.seen(&id);
+                self.room.pollers.seen(&id);
                 let ticket = Ticket {
                     id,
                     place: joined.place,
@@ -122,21 +119,24 @@ impl Gate {
         settings: &RoomSettings,
         req: &Request<'_>,
     ) -> Result<Option<Decision>, StoreError> {
-        if self.ip_limits.is_off() {
+        if self.rules.ip_limits.is_off() {
             return Ok(None);
         }
         let key = match req.client_ip {
-            Some(ip) => limit_key(ip, self.ip_limits.ipv6_prefix),
+            Some(ip) => limit_key(ip, self.rules.ip_limits.ipv6_prefix),
             // Never the balancer's address: that would put everyone behind it in one budget.
             None if req.unparsed_client => UNPARSED_LIMIT_KEY.to_owned(),
             None => return Ok(None),
         };
-        let claimed = self.store.claim_ticket(&key, id, &self.ip_limits).await;
-        self.health.note(&claimed);
+        let claimed = self
+            .room
+            .store
+            .claim_ticket(&key, id, &self.rules.ip_limits)
+            .await;
         let (retry_after_secs, limit) = match claimed? {
             IpClaim::Allowed => return Ok(None),
             IpClaim::TooFast { retry_after_ms } => {
-                self.metrics.refused_too_fast.inc();
+                self.room.metrics.refused_too_fast.inc();
                 let seconds = u64::try_from(retry_after_ms.max(1))
                     .unwrap_or(1)
                     .div_ceil(1000);
@@ -145,7 +145,7 @@ impl Gate {
             // A place frees when a visitor from the address is let in or leaves: ask again at
             // the pace a waiting page polls.
             IpClaim::TooManyLive => {
-                self.metrics.refused_too_many_live.inc();
+                self.room.metrics.refused_too_many_live.inc();
                 (
                     settings.refresh_interval.as_secs().max(1),
                     Limit::TooManyLive,
@@ -166,12 +166,13 @@ impl Gate {
         arrived_at: Millis,
         settings: &RoomSettings,
     ) -> Decision {
-        match self.on_store_error {
+        match self.rules.on_store_error {
             OnStoreError::Open => Decision::Forward(Forward::plain(Outcome::Unprotected)),
             OnStoreError::Closed => {
                 let ticket = Ticket {
                     id,
-                    place: restore.map_or(self.clock.now_ms().saturating_mul(1000), |r| r.place),
+                    place: restore
+                        .map_or(self.room.clock.now_ms().saturating_mul(1000), |r| r.place),
                     epoch: OFFLINE_EPOCH.into(),
                     arrived_at,
                     initial_position: 0,

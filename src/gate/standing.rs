@@ -47,7 +47,7 @@ pub struct Watched {
 impl Gate {
     pub(super) async fn standing(&self, ticket: Ticket, settings: &RoomSettings) -> Standing {
         if ticket.epoch == PARKED_EPOCH {
-            let view = self.view.load();
+            let view = self.room.view.load();
             let position = turnstile::parked_position(ticket.seen, view.admitted_total);
             let queued = view.queued.max(position);
             return Standing::Waiting {
@@ -63,8 +63,7 @@ impl Gate {
                 queued,
             };
         }
-        let polled = self.store.poll(&ticket.id, &settings.limits()).await;
-        self.health.note(&polled);
+        let polled = self.room.store.poll(&ticket.id, &settings.limits()).await;
         match polled {
             Ok(PollOutcome::Admitted {
                 expires_at,
@@ -95,8 +94,8 @@ impl Gate {
     pub(super) fn sighting(&self, position: u64) -> Sighting {
         Sighting {
             position,
-            admitted_total: self.view.load().admitted_total,
-            at: self.clock.now_ms(),
+            admitted_total: self.room.view.load().admitted_total,
+            at: self.room.clock.now_ms(),
         }
     }
 
@@ -112,11 +111,11 @@ impl Gate {
         settings: &RoomSettings,
     ) -> Option<(Option<u64>, u64)> {
         let seen = ticket.seen;
-        let now = self.clock.now_ms();
+        let now = self.room.clock.now_ms();
         let limits = settings.limits();
         let abandon_after = limits.abandon_after_ms;
         let exact_every = EXACT_POLL_EVERY_MS.min(abandon_after / 2);
-        let view = self.view.load();
+        let view = self.room.view.load();
         let settled = now - view.epoch_seen_at >= abandon_after;
         let prequeue = settings.prequeueing();
         let seen_before_start = settings
@@ -135,14 +134,14 @@ impl Gate {
             seen.at > 0 && now - seen.at < exact_every && !seen_before_start && !seen_while_drawing;
         let fresh = settled
             && (prequeue || recent)
-            && self.health.is_up()
+            && self.room.health.is_up()
             && !view.epoch.is_empty()
             && *ticket.epoch == *view.epoch
             && !view.called.contains(&ticket.id);
         if !fresh {
             return None;
         }
-        self.pollers.seen(&ticket.id);
+        self.room.pollers.seen(&ticket.id);
         if prequeue {
             return Some((None, view.queued));
         }
@@ -161,7 +160,7 @@ impl Gate {
     /// An open stream's visitor is still there: its place is kept like a poll keeps it.
     pub fn keep(&self, watch: &Watch) {
         if let Some(Token::Ticket(ticket)) = &watch.token {
-            self.pollers.seen(&ticket.id);
+            self.room.pollers.seen(&ticket.id);
         }
     }
 
@@ -187,7 +186,7 @@ impl Gate {
         if settings.queueing_method == QueueingMethod::Reject {
             return (Shown::Closed, true);
         }
-        let revoked = watch.visitor().and_then(|id| self.store.revoked(id));
+        let revoked = watch.visitor().and_then(|id| self.room.store.revoked(id));
         let ticket = match (&watch.token, revoked) {
             (Some(Token::Pass(_)), None) => return (Shown::Admitted, true),
             (Some(Token::Ticket(ticket)), None) => ticket.clone(),

@@ -17,10 +17,11 @@ use crate::core::ip_limit::IpClaim;
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 use crate::request::view::{Canonical, Head, Sites};
 use crate::room::Room;
-use crate::service::admission::{AdmissionLoop, RoomLoop};
+use crate::room::admission::RoomLoop;
+use crate::service::admission::AdmissionLoop;
 use crate::store::memory::MemoryStore;
 use crate::store::{
-    AutopilotRecord, AutopilotState, Joined, SavedSettings, StoreResult, TicketPlace,
+    AutopilotRecord, AutopilotState, Joined, SavedSettings, Store, StoreResult, TicketPlace,
 };
 use crate::token::Signer;
 
@@ -213,27 +214,23 @@ fn bench(room: &str, rest: &str) -> Bench {
         &metrics,
     )
     .with_pass_limits(config.pass.limits);
-    let gate = Gate::new(GateParts {
-        settings: room.settings.clone(),
-        view: room.view.clone(),
-        health: room.health.clone(),
-        pollers: room.pollers.clone(),
-        store: room.store.clone(),
-        clock: clock.clone(),
-        metrics: room.metrics.clone(),
-        signer: Arc::new(Signer::new("r", SECRET.as_bytes()).unwrap()),
-        cookie_name: room_config.cookie_name.clone(),
-        on_store_error: config.store.on_error,
-        ip_limits: config.rate_limit,
-        pass_use: room.pass_use.clone(),
-        turnstile: config
-            .turnstile
-            .as_ref()
-            .map(|t| Arc::new(Turnstile::new(t).unwrap())),
-    });
+    let room = Arc::new(room);
+    let gate = Gate::new(
+        room.clone(),
+        GateRules {
+            signer: Arc::new(Signer::new("r", SECRET.as_bytes()).unwrap()),
+            cookie_name: room_config.cookie_name.clone(),
+            on_store_error: config.store.on_error,
+            ip_limits: config.rate_limit,
+            turnstile: config
+                .turnstile
+                .as_ref()
+                .map(|t| Arc::new(Turnstile::new(t).unwrap())),
+        },
+    );
     let admission = AdmissionLoop::new(
         room.store.clone(),
-        vec![Arc::new(RoomLoop::new(&room))],
+        vec![Arc::new(RoomLoop::new(room.clone()))],
         "instance".into(),
         Duration::from_secs(5),
     );
@@ -615,26 +612,27 @@ async fn a_store_outage_is_counted_per_call_and_health_follows_the_last_one() {
     for _ in 0..50 {
         b.visit(&mut Visitor::default()).await;
     }
-    assert!(!b.gate.health.is_up());
-    assert_eq!(b.gate.metrics.store_errors.get(), 50);
+    assert!(!b.gate.room.health.is_up());
+    assert_eq!(b.gate.room.metrics.store_errors.get(), 50);
     b.take_down(false);
     b.visit(&mut Visitor::default()).await;
-    assert!(b.gate.health.is_up());
+    assert!(b.gate.room.health.is_up());
 }
 
 #[tokio::test]
 async fn a_suspension_held_during_an_outage_is_laid_over_what_another_instance_saved_meanwhile() {
-    use crate::service::admission::{PublishError, Published};
+    use crate::room::admission::{PublishError, Published};
     let b = bench("total_active_users = 1\nnew_users_per_minute = 60", "");
     let room = b.admission.room("r").unwrap().clone();
     b.admission.tick().await;
     b.take_down(true);
     b.clock.advance(Duration::from_secs(2));
     b.admission.tick().await;
-    assert!(!b.gate.health.is_up());
+    assert!(!b.gate.room.health.is_up());
 
     let limits = b
         .gate
+        .room
         .settings
         .configured()
         .patched(&serde_json::json!({ "total_active_users": 5 }))
@@ -646,6 +644,7 @@ async fn a_suspension_held_during_an_outage_is_laid_over_what_another_instance_s
     ));
     let suspended = b
         .gate
+        .room
         .settings
         .configured()
         .patched(&serde_json::json!({ "suspended": true }))
@@ -667,7 +666,7 @@ async fn a_suspension_held_during_an_outage_is_laid_over_what_another_instance_s
     );
 
     // Another instance, still reaching the store, changed the limits (and not suspended).
-    let mut other = serde_json::to_value(&b.gate.settings.configured().section).unwrap();
+    let mut other = serde_json::to_value(&b.gate.room.settings.configured().section).unwrap();
     other["total_active_users"] = 9.into();
     other["suspended"] = false.into();
     let other_version = b
@@ -694,7 +693,7 @@ async fn a_suspension_held_during_an_outage_is_laid_over_what_another_instance_s
         saved["total_active_users"], 9,
         "the other keys stay: {saved}"
     );
-    let now = b.gate.settings.now();
+    let now = b.gate.room.settings.now();
     assert!(now.suspended && now.total_active_users == 9);
 }
 

@@ -158,11 +158,11 @@ pub async fn serve(
     address: &str,
     mut watch: Watch,
 ) -> pingora::Result<()> {
-    let (gate, responder, pulse) = (&*front.gate, &*front.responder, &*front.pulse);
+    let (gate, responder, pulse) = (&*front.gate, &*front.responder, &*front.room.pulse);
     let _slot = match budget.take(watch.visitor(), address) {
         Ok(slot) => slot,
         Err(refused) => {
-            front.metrics.stream_refused(refused);
+            front.room.metrics.stream_refused(refused);
             let retry = gate.settings().refresh_interval.as_secs().max(1);
             let header = refusal(refused, retry)?;
             return session.write_response_header(Box::new(header), true).await;

@@ -75,8 +75,8 @@ pub(super) async fn answer(
             _ => Exchange::Failed,
         };
         proxy.record_exchange(ctx, exchange);
-        if let Some(room) = room {
-            room.metrics.upstream_error(kind);
+        if let Some(front) = room {
+            front.room.metrics.upstream_error(kind);
         }
     }
     // The page of the request's room, or of the first room: an error page needs some branding.
@@ -127,7 +127,7 @@ async fn body_timeout(
     ctx: &mut RequestCtx,
 ) -> FailToProxy {
     if let Some(front) = proxy.counting_room(ctx) {
-        front.metrics.body_timeouts.inc();
+        front.room.metrics.body_timeouts.inc();
     }
     session.set_keepalive(None);
     if session.response_written().is_none() {

@@ -35,7 +35,7 @@ pub(super) fn rewrite(
         && strip_upgrade(upstream)?
         && let Some(front) = proxy.counting_room(ctx)
     {
-        front.metrics.upgrade_refused(UpgradeRefusal::Request);
+        front.room.metrics.upgrade_refused(UpgradeRefusal::Request);
     }
     // The configured Host wins, and only after the decision: the gate saw the visitor's.
     match (&proxy.origin.host_header, ctx.host.take()) {
@@ -126,7 +126,7 @@ pub(super) fn refuse_tunnel(
         return Ok(());
     }
     if let Some(front) = proxy.counting_room(ctx) {
-        front.metrics.upgrade_refused(UpgradeRefusal::Response);
+        front.room.metrics.upgrade_refused(UpgradeRefusal::Response);
     }
     Err(pingora_core::Error::explain(
         pingora_core::ErrorType::Custom(TUNNEL_REFUSED),
@@ -155,9 +155,13 @@ pub(super) async fn answer(
     ctx.in_flight = None;
     let latency = ctx.origin_started.map(|started| started.elapsed());
     if let Some(front) = proxy.origin_room(ctx) {
-        front.metrics.origin_response(status);
+        front.room.metrics.origin_response(status);
         if let Some(latency) = latency {
-            front.metrics.origin_seconds.observe(latency.as_secs_f64());
+            front
+                .room
+                .metrics
+                .origin_seconds
+                .observe(latency.as_secs_f64());
         }
     }
     if let Some(latency) = latency {

@@ -35,16 +35,14 @@ pub use events::{STREAMS_PER_VISITOR, StreamBudget};
 use crate::config::model::OriginConfig;
 use crate::core::autopilot::Exchange;
 use crate::gate::{Decision, Gate};
-use crate::observe::ACCESS_LOG;
-use crate::observe::Metrics;
-use crate::observe::Outcome;
+use crate::observe::{ACCESS_LOG, Outcome};
 use crate::request::authority::Authority;
 use crate::request::client::{Cidr, ClientAddress, client_ip};
 use crate::request::route::Routes;
 use crate::request::view::{Canonical, Head, Request, Sites};
 use crate::respond::Responder;
 use crate::respond::reply::Reply;
-use crate::room::{Pilot, Pulse};
+use crate::room::Room;
 use origin::OriginAddresses;
 
 /// Larger request headers are refused with 431 before any work is done.
@@ -53,13 +51,11 @@ const MAX_HEADERS_TOTAL: usize = 64 * 1024;
 
 /// What the public listener needs of one room.
 pub struct Front {
-    pub id: String,
+    /// The room's shared state: its metrics, the pulse its streams wait on, the autopilot's
+    /// recorder of origin exchanges.
+    pub room: Arc<Room>,
     pub gate: Arc<Gate>,
     pub responder: Arc<Responder>,
-    pub pulse: Arc<Pulse>,
-    pub metrics: Arc<Metrics>,
-    /// The room's autopilot: records the origin exchanges of admitted requests.
-    pub pilot: Arc<Pilot>,
 }
 
 pub struct WaitroomProxy {
@@ -236,7 +232,7 @@ impl WaitroomProxy {
                 .map(|(_, v)| v.into_owned())
         });
         match named {
-            Some(id) => self.fronts.iter().position(|f| f.id == id),
+            Some(id) => self.fronts.iter().position(|f| f.room.id == id),
             None if self.fronts.len() == 1 => Some(0),
             None => self
                 .routes
@@ -250,7 +246,7 @@ impl WaitroomProxy {
             return;
         }
         if let Some(front) = ctx.room.and_then(|i| self.fronts.get(i)) {
-            front.pilot.record(exchange);
+            front.room.pilot.record(exchange);
         }
     }
 
@@ -275,7 +271,7 @@ impl WaitroomProxy {
 
     fn count_unparsed(&self, ctx: &RequestCtx, unparsed: bool) {
         if unparsed && let Some(front) = self.counting_room(ctx) {
-            front.metrics.client_address_unparsed.inc();
+            front.room.metrics.client_address_unparsed.inc();
         }
     }
 
@@ -492,7 +488,7 @@ impl ProxyHttp for WaitroomProxy {
                 // The autopilot judges the origin by what admitted visitors get: not bypassed
                 // paths, not excluded ones (matched like bypass, on the canonical path).
                 ctx.protected = matches!(forward.outcome, Outcome::Passed | Outcome::Admitted);
-                ctx.watched = ctx.protected && front.pilot.watches(request.path);
+                ctx.watched = ctx.protected && front.room.pilot.watches(request.path);
                 ctx.upgrade_allowed = ctx.protected
                     || decided
                         .settings
@@ -548,7 +544,7 @@ impl ProxyHttp for WaitroomProxy {
         // A retry chooses the origin again: the earlier attempt's count goes with its guard.
         ctx.in_flight = self
             .origin_room(ctx)
-            .map(|front| InFlight::new(&front.metrics.origin_inflight));
+            .map(|front| InFlight::new(&front.room.metrics.origin_inflight));
         Ok(Box::new(peer))
     }
 

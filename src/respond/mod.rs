@@ -12,13 +12,14 @@ pub mod status;
 use std::sync::Arc;
 
 use crate::clock::{SharedClock, rfc3339_ms};
-use crate::config::model::Branding;
+use crate::config::model::{Branding, RoomConfig};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::gate::{Decided, Decision, Forward, Limit, Shown, Wait, Watched};
 use crate::language::{Locale, PageLanguage};
 use crate::request::view::{Request, Reserved};
+use crate::room::Room;
 use crate::store::StoreError;
-use crate::turnstile::Challenge;
+use crate::turnstile::{Challenge, Turnstile};
 use cookies::CookieJar;
 use custom_page::{CustomPage, PageVariables};
 pub use page::Failure;
@@ -49,22 +50,29 @@ pub struct Responder {
 }
 
 impl Responder {
+    /// A room's responder: its pages as `config` says (the template compiled now), its
+    /// cookies, the Turnstile widget when newcomers are challenged; `named` is the room's id in
+    /// the reserved paths' URLs when the proxy runs several rooms.
     pub fn new(
-        branding: Branding,
-        custom_page: Option<Arc<CustomPage>>,
+        room: &Room,
+        config: &RoomConfig,
         cookies: CookieJar,
-        challenge: Option<Challenge>,
-        status_url: String,
-        clock: SharedClock,
-    ) -> Self {
-        Self {
-            look: Look::new(branding),
+        turnstile: Option<&Turnstile>,
+        named: Option<&str>,
+    ) -> Result<Self, ramhorns::Error> {
+        let custom_page = config
+            .template
+            .as_ref()
+            .map(|template| CustomPage::compile(template).map(Arc::new))
+            .transpose()?;
+        Ok(Self {
+            look: Look::new(config.branding.clone()),
             custom_page,
             cookies,
-            challenge,
-            status_url,
-            clock,
-        }
+            challenge: turnstile.map(|t| t.challenge(&Reserved::Turnstile.url(named))),
+            status_url: Reserved::Status.url(named),
+            clock: room.clock.clone(),
+        })
     }
 
     pub fn branding(&self) -> &Branding {

@@ -1,18 +1,18 @@
 //! The state one room shares between its parts, each type named by who writes it: the live
 //! settings (the admin API, a reload, the settings another instance saved), the room view (the
-//! admission loop, every tick), the store's health (whoever called the store), and the waiting
+//! admission loop, every tick), the store (each call's outcome noted in its health), the waiting
 //! visitors seen polling (the gate; the loop takes them for its keep-alive batch), the
 //! autopilot's recorder and status (the proxy records, the loop reports and decides), and the
 //! ledger of pass use (the gate counts, the loop shares the counts with the other instances).
 
+pub mod admission;
+pub mod autopilot;
 pub mod changes;
-mod health;
 mod pass_use;
 mod pilot;
 mod settings;
 mod view;
 
-pub use health::StoreHealth;
 pub use pass_use::PassLedger;
 pub use pilot::Pilot;
 pub use settings::LiveSettings;
@@ -26,11 +26,12 @@ use crate::config::model::AutopilotConfig;
 use crate::core::autopilot::Status;
 use crate::core::sharing::PassLimits;
 use crate::observe::MetricsRegistry;
-use crate::store::Store;
+use crate::store::{Observed, Store, StoreHealth};
 
 /// One room's shared state, made once at start; each part hands on only what it needs.
 pub struct Room {
     pub id: String,
+    /// The room's store, each call's outcome noted in `health`.
     pub store: Arc<dyn Store>,
     pub clock: SharedClock,
     pub metrics: Arc<crate::observe::Metrics>,
@@ -59,6 +60,7 @@ impl Room {
             settings.burst,
         );
         let pilot = Arc::new(Pilot::new(AutopilotConfig::default(), clock.clone(), off));
+        let health = Arc::new(StoreHealth::new(metrics.clone()));
         Self {
             pilot,
             id: id.to_owned(),
@@ -69,10 +71,10 @@ impl Room {
                 pulse.clone(),
             )),
             view: Arc::new(ViewCell::new(pulse.clone())),
-            health: Arc::new(StoreHealth::new(metrics.clone())),
+            store: Arc::new(Observed::new(store, health.clone())),
+            health,
             pollers: Arc::new(Pollers::default()),
             pass_use: Arc::new(PassLedger::new(PassLimits::OFF)),
-            store,
             clock,
             metrics,
             pulse,

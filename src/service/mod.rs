@@ -4,12 +4,15 @@
 
 pub mod admin;
 pub mod admission;
-pub mod autopilot;
+mod checks;
 pub mod demo_shop;
 pub mod lifecycle;
 pub mod limits;
+mod listeners;
 pub mod live;
 pub mod logging;
 pub mod reload;
+mod rooms;
 pub mod server;
+mod stores;
 pub mod tls;

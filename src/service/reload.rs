@@ -14,8 +14,9 @@ use crate::config::RoomSettings;
 use crate::config::file::{ConfigFile, EventSection, RoomSection};
 use crate::config::model::ProcessEnvironment;
 use crate::config::{Config, ConfigError};
+use crate::room::admission::RoomLoop;
 use crate::room::changes;
-use crate::service::admission::{AdmissionLoop, RoomLoop};
+use crate::service::admission::AdmissionLoop;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]

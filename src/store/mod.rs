@@ -2,8 +2,13 @@
 //! with nothing else installed; the Redis store lets many instances act as one room. Both pass
 //! the conformance suite in tests/common/conformance.rs.
 
+mod health;
 pub mod memory;
+mod observed;
 pub mod redis;
+
+pub use health::StoreHealth;
+pub use observed::Observed;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -8,7 +8,6 @@ use pingora_core::protocols::http::ServerSession;
 use serde::Deserialize;
 
 use super::{ListenerState, error, read_body, read_json, reloaded};
-use crate::clock::SharedClock;
 use crate::config::RoomSettings;
 use crate::config::file::EventSection;
 use crate::config::model::{mask_room, merge_patch_named, new_event};
@@ -16,11 +15,11 @@ use crate::core::room::RoomCounts;
 use crate::core::schedule::Phase;
 use crate::gate::Gate;
 use crate::respond::reply::Reply;
-use crate::room::changes;
-use crate::room::{LiveSettings, Room, StoreHealth};
-use crate::service::admission::{AdmissionLoop, Published, RoomLoop};
+use crate::room::admission::{Published, RoomLoop};
+use crate::room::{Room, changes};
+use crate::service::admission::AdmissionLoop;
 use crate::service::reload::Reloader;
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,37 +45,27 @@ enum EventChange<'a> {
 
 /// What one room's API works on.
 pub struct RoomAdmin {
-    room_id: String,
-    store: Arc<dyn Store>,
-    settings: Arc<LiveSettings>,
-    health: Arc<StoreHealth>,
+    room: Arc<Room>,
     gate: Arc<Gate>,
     room_loop: Arc<RoomLoop>,
-    clock: SharedClock,
 }
 
 impl RoomAdmin {
-    pub fn new(room: &Room, gate: Arc<Gate>, room_loop: Arc<RoomLoop>) -> Self {
+    pub fn new(room: Arc<Room>, gate: Arc<Gate>, room_loop: Arc<RoomLoop>) -> Self {
         Self {
-            room_id: room.id.clone(),
-            store: room.store.clone(),
-            settings: room.settings.clone(),
-            health: room.health.clone(),
+            room,
             gate,
             room_loop,
-            clock: room.clock.clone(),
         }
     }
 
     pub fn id(&self) -> &str {
-        &self.room_id
+        &self.room.id
     }
 
     /// The room's store answers: for `/readyz`.
     pub async fn ping(&self) -> Result<(), crate::store::StoreError> {
-        let ping = self.store.ping().await;
-        self.health.note(&ping);
-        ping
+        self.room.store.ping().await
     }
 
     /// `rest` is what follows `/admin/` (or `/admin/rooms/{id}/`).
@@ -117,7 +106,7 @@ impl RoomAdmin {
             ("PUT", "config") => self.patch_config(session, "PUT /admin/config").await,
             ("POST", "revoke") => self.revoke(session).await,
             ("POST", "autopilot") => self.pause_autopilot(session).await,
-            ("POST", "reload") => reloaded(reloader.reload_room(&self.room_id).await),
+            ("POST", "reload") => reloaded(reloader.reload_room(&self.room.id).await),
             _ => error(404, "no such admin endpoint"),
         }
     }
@@ -126,15 +115,13 @@ impl RoomAdmin {
     /// loop last read (`stale`, `stale_seconds` old; null when it never reached the store), so
     /// that an operator still sees the room and its settings during an outage.
     pub async fn state(&self, admission: &AdmissionLoop, listener: &ListenerState) -> Reply {
-        let settings = self.settings.now();
+        let settings = self.room.settings.now();
         // The room's own limits; those in force are the autopilot's (below) when it steers.
-        let own = self.settings.own_now();
+        let own = self.room.settings.own_now();
         let autopilot = self.autopilot_state();
         // Known down: answered at once from what was last read, not after a command timeout.
-        let counts = if self.health.is_up() {
-            let counts = self.store.counts().await;
-            self.health.note(&counts);
-            counts
+        let counts = if self.room.health.is_up() {
+            self.room.store.counts().await
         } else {
             Err(StoreError::Unavailable("unreachable as last seen".into()))
         };
@@ -142,7 +129,7 @@ impl RoomAdmin {
             Ok(c) => (Some(c), Some(0.0), None, admission.leader().await),
             Err(e) => {
                 let last = self.room_loop.last_counts();
-                let now = self.clock.now_ms();
+                let now = self.room.clock.now_ms();
                 let age = last.map(|(at, _)| (now - at).max(0) as f64 / 1000.0);
                 (last.map(|(_, c)| c), age, Some(e.to_string()), None)
             }
@@ -151,7 +138,7 @@ impl RoomAdmin {
         Reply::json(
             200,
             &serde_json::json!({
-                "room": self.room_id,
+                "room": self.room.id,
                 "name": settings.name,
                 "stale": store_error.is_some(),
                 "stale_seconds": stale_seconds,
@@ -180,7 +167,7 @@ impl RoomAdmin {
                 "instance": admission.instance(),
                 "leader": leader,
                 "is_leader": admission.is_leader(),
-                "store_ok": self.health.is_up(),
+                "store_ok": self.room.health.is_up(),
                 "settings_version": self.room_loop.settings_version(),
                 "listener": listener.json(),
             }),
@@ -190,13 +177,13 @@ impl RoomAdmin {
     /// `GET /admin/config`: the settings as configured (the file and what changed live), and
     /// each key that differs from the file with the file's value and when and how it changed.
     pub fn config(&self) -> serde_json::Value {
-        let mut settings = self.settings.configured().section.clone();
+        let mut settings = self.room.settings.configured().section.clone();
         let mut file = (*self.room_loop.file_section()).clone();
         mask_room(&mut settings);
         mask_room(&mut file);
         let overrides = changes::overrides(&settings, &file, &self.room_loop.changes());
         serde_json::json!({
-            "room": self.room_id,
+            "room": self.room.id,
             "settings_version": self.room_loop.settings_version(),
             "settings": settings,
             "overrides": overrides,
@@ -205,8 +192,8 @@ impl RoomAdmin {
 
     /// `GET /admin/events`: the scheduled events as configured, and the one governing now.
     fn events(&self) -> Reply {
-        let configured = self.settings.configured();
-        let now = self.settings.now();
+        let configured = self.room.settings.configured();
+        let now = self.room.settings.now();
         Reply::json(
             200,
             &serde_json::json!({
@@ -229,7 +216,7 @@ impl RoomAdmin {
         change: EventChange<'_>,
         by: &str,
     ) -> Reply {
-        let mut section = self.settings.configured().section.clone();
+        let mut section = self.room.settings.configured().section.clone();
         let (status, answer) = match change {
             EventChange::Add => {
                 let body: serde_json::Value = match read_json(session).await {
@@ -326,7 +313,7 @@ impl RoomAdmin {
             Ok(v) => v,
             Err(e) => return error(400, format!("body is not JSON: {e}")),
         };
-        let settings = match self.settings.configured().patched(&patch) {
+        let settings = match self.room.settings.configured().patched(&patch) {
             Ok(s) => s,
             Err(e) => return error(400, e.to_string()),
         };
@@ -383,13 +370,12 @@ impl RoomAdmin {
                 "this room's autopilot is off ([autopilot] enabled = false)",
             );
         }
-        let set = self.store.set_autopilot_paused(request.paused).await;
-        self.health.note(&set);
+        let set = self.room.store.set_autopilot_paused(request.paused).await;
         match set {
             Ok(()) => {
                 log::info!(
                     "autopilot of room {} {} by the admin API",
-                    self.room_id,
+                    self.room.id,
                     if request.paused { "paused" } else { "resumed" }
                 );
                 Reply::json(200, &serde_json::json!({ "paused": request.paused }))

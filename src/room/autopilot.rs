@@ -1,5 +1,5 @@
 //! The autopilot in the running proxy (issue #16): the admission loop's part of it, one
-//! [`RoomPilotLoop`] per room, run at the end of each room's tick.
+//! [`RoomPilotLoop`] per room, run at the end of each room's tick (`room::admission`).
 //!
 //! Every instance, each tick:
 //! - sends the windows its [`Pilot`] finished to the store (`report_window`, not retried: a
@@ -26,7 +26,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::clock::{Millis, SharedClock};
+use super::Room;
+use crate::clock::Millis;
 use crate::config::RoomSettings;
 use crate::config::model::AutopilotConfig;
 use crate::core::autopilot::{
@@ -34,8 +35,7 @@ use crate::core::autopilot::{
     judging_grace, window_start,
 };
 use crate::core::room::RoomCounts;
-use crate::room::{LiveSettings, Pilot, StoreHealth};
-use crate::store::{AutopilotRecord, AutopilotState, Store, StoreError};
+use crate::store::{AutopilotRecord, AutopilotState, StoreError};
 
 /// Finished room windows the leader keeps while waiting for their grace (or the store).
 const ROOM_WINDOWS_KEPT: usize = 8;
@@ -120,15 +120,24 @@ impl Leading {
 
 /// One room's autopilot in the admission loop.
 pub struct RoomPilotLoop {
-    id: String,
-    store: Arc<dyn Store>,
-    clock: SharedClock,
-    settings: Arc<LiveSettings>,
-    health: Arc<StoreHealth>,
-    pilot: Arc<Pilot>,
+    room: Arc<Room>,
     /// Held across store calls: a tokio mutex. Ticks of one room never overlap in the loop; a
     /// test stepping the loop by hand waits its turn here.
     state: tokio::sync::Mutex<LoopState>,
+}
+
+/// What the leader's part of one tick works from.
+struct LeaderTick<'a> {
+    fence: u64,
+    /// The autopilot was off since this process last led: start from the room's limits.
+    fresh: bool,
+    config: &'a AutopilotConfig,
+    state: &'a AutopilotState,
+    /// The room's own limits now.
+    own: Setpoint,
+    /// What the tick saw of the room after its admissions (None: the store did not answer).
+    counts: Option<&'a RoomCounts>,
+    now: Millis,
 }
 
 #[derive(Default)]
@@ -140,21 +149,9 @@ struct LoopState {
 }
 
 impl RoomPilotLoop {
-    pub fn new(
-        id: &str,
-        store: Arc<dyn Store>,
-        clock: SharedClock,
-        settings: Arc<LiveSettings>,
-        health: Arc<StoreHealth>,
-        pilot: Arc<Pilot>,
-    ) -> Self {
+    pub fn new(room: Arc<Room>) -> Self {
         Self {
-            id: id.to_owned(),
-            store,
-            clock,
-            settings,
-            health,
-            pilot,
+            room,
             state: tokio::sync::Mutex::new(LoopState::default()),
         }
     }
@@ -162,19 +159,18 @@ impl RoomPilotLoop {
     /// The end of a room's tick: `fence` while this instance leads, `counts` what the tick saw
     /// of the room after its admissions (None when the store did not answer).
     pub async fn tick(&self, fence: Option<u64>, counts: Option<&RoomCounts>) {
-        for window in self.pilot.take_finished() {
-            let reported = self.store.report_window(&window).await;
-            self.health.note(&reported);
+        for window in self.room.pilot.take_finished() {
+            let reported = self.room.store.report_window(&window).await;
             if let Err(e) = reported {
                 log::debug!(
                     "autopilot: window {} of room {} not reported: {e}",
                     window.started_at,
-                    self.id
+                    self.room.id
                 );
             }
         }
-        let config = self.pilot.config();
-        let own = own_setpoint(&self.settings.own_now());
+        let config = self.room.pilot.config();
+        let own = own_setpoint(&self.room.settings.own_now());
         let mut guard = self.state.lock().await;
         let LoopState { leading, was_off } = &mut *guard;
         if !config.enabled {
@@ -182,44 +178,53 @@ impl RoomPilotLoop {
             if leading.take().is_some() {
                 log::info!(
                     "autopilot of room {} off: the room's own limits apply",
-                    self.id
+                    self.room.id
                 );
             }
-            self.settings.steer(None);
-            self.pilot.set_status(
+            self.room.settings.steer(None);
+            self.room.pilot.set_status(
                 Status::disabled(own.total_active_users, own.new_users_per_minute, own.burst),
                 false,
             );
             return;
         }
-        let state = self.store.load_autopilot().await;
-        self.health.note(&state);
+        let state = self.room.store.load_autopilot().await;
         // Without the shared state, the limits in force stay as they are.
         let Ok(state) = state else {
             return;
         };
-        let now = self.clock.now_ms();
+        let now = self.room.clock.now_ms();
         let record = match fence {
             Some(fence) => {
-                let fresh = std::mem::take(was_off);
-                self.lead(leading, fresh, fence, &config, &state, own, counts, now)
-                    .await
+                let tick = LeaderTick {
+                    fence,
+                    fresh: std::mem::take(was_off),
+                    config: &config,
+                    state: &state,
+                    own,
+                    counts,
+                    now,
+                };
+                self.lead(leading, tick).await
             }
             None => {
                 if leading.take().is_some() {
                     log::info!(
                         "autopilot of room {}: no longer the leader, following the store",
-                        self.id
+                        self.room.id
                     );
                 }
                 state.record.clone()
             }
         };
         let applies = record.filter(|r| r.start == own);
-        self.settings.steer(applies.as_ref().map(|r| r.setpoint));
+        self.room
+            .settings
+            .steer(applies.as_ref().map(|r| r.setpoint));
         match leading.as_ref() {
-            Some(l) => self.pilot.set_status(l.controller.status(), true),
+            Some(l) => self.room.pilot.set_status(l.controller.status(), true),
             None => self
+                .room
                 .pilot
                 .set_status(following(applies.as_ref(), state.paused, own), false),
         }
@@ -227,18 +232,20 @@ impl RoomPilotLoop {
 
     /// The leader's part; returns the record in force (what the store holds once this tick's
     /// write, if any, went through).
-    #[allow(clippy::too_many_arguments)]
     async fn lead(
         &self,
         leading: &mut Option<Leading>,
-        fresh: bool,
-        fence: u64,
-        config: &AutopilotConfig,
-        state: &AutopilotState,
-        own: Setpoint,
-        counts: Option<&RoomCounts>,
-        now: Millis,
+        tick: LeaderTick<'_>,
     ) -> Option<AutopilotRecord> {
+        let LeaderTick {
+            fence,
+            fresh,
+            config,
+            state,
+            own,
+            counts,
+            now,
+        } = tick;
         let settings = config.settings.clone();
         match leading {
             None => {
@@ -252,13 +259,13 @@ impl RoomPilotLoop {
                     Ok(c) => c,
                     Err(e) => {
                         // Validated with the config: only a bug gets here. Keep what runs.
-                        log::error!("autopilot of room {} cannot start: {e}", self.id);
+                        log::error!("autopilot of room {} cannot start: {e}", self.room.id);
                         return state.record.clone();
                     }
                 };
                 log::info!(
                     "autopilot of room {}: leading from {} ({})",
-                    self.id,
+                    self.room.id,
                     controller.setpoint(),
                     controller.status().reason
                 );
@@ -269,14 +276,17 @@ impl RoomPilotLoop {
                     let window_changed = l.settings.window != settings.window;
                     match l.controller.reconfigure(now, settings.clone()) {
                         Ok(change) => {
-                            log::info!("autopilot of room {}: new [autopilot] settings", self.id);
+                            log::info!(
+                                "autopilot of room {}: new [autopilot] settings",
+                                self.room.id
+                            );
                             self.log(change);
                             l.settings = settings;
                             if window_changed {
                                 l.restart_windows(now);
                             }
                         }
-                        Err(e) => log::error!("autopilot of room {}: {e}", self.id),
+                        Err(e) => log::error!("autopilot of room {}: {e}", self.room.id),
                     }
                 }
                 if l.start != own {
@@ -293,12 +303,12 @@ impl RoomPilotLoop {
                 l.controller.pause(now);
                 log::info!(
                     "autopilot of room {} paused: limits stay at {}",
-                    self.id,
+                    self.room.id,
                     l.controller.setpoint()
                 );
             } else {
                 l.controller.resume(now);
-                log::info!("autopilot of room {} resumed", self.id);
+                log::info!("autopilot of room {} resumed", self.room.id);
             }
         }
         if let Some(counts) = counts {
@@ -309,8 +319,7 @@ impl RoomPilotLoop {
             if now < end + grace {
                 break;
             }
-            let window = self.store.read_window(start).await;
-            self.health.note(&window);
+            let window = self.room.store.read_window(start).await;
             let Ok(window) = window else {
                 // Tried again next tick, while it is kept.
                 break;
@@ -327,14 +336,13 @@ impl RoomPilotLoop {
         if stored {
             return state.record.clone();
         }
-        let saved = self.store.save_autopilot(&record, fence).await;
-        self.health.note(&saved);
+        let saved = self.room.store.save_autopilot(&record, fence).await;
         match saved {
             Ok(()) => Some(record),
             Err(StoreError::NotLeader(_)) => {
                 log::warn!(
                     "autopilot of room {}: another instance leads now, its limits apply",
-                    self.id
+                    self.room.id
                 );
                 *leading = None;
                 state.record.clone()
@@ -346,7 +354,7 @@ impl RoomPilotLoop {
 
     fn log(&self, change: Option<LimitChange>) {
         if let Some(decision) = change {
-            log::info!(room = self.id.as_str(); "{decision}");
+            log::info!(room = self.room.id.as_str(); "{decision}");
         }
     }
 }
@@ -390,6 +398,7 @@ mod tests {
     use crate::core::autopilot::Exchange;
     use crate::observe::MetricsRegistry;
     use crate::room::Room;
+    use crate::store::Store;
     use crate::store::memory::MemoryStore;
 
     struct NoEnvironment;
@@ -401,7 +410,7 @@ mod tests {
     }
 
     /// A room of 20 on the driven clock, its autopilot judging 1 s windows against 50 ms.
-    fn make_room(store: Arc<dyn Store>, clock: &Arc<ManualClock>) -> (Room, RoomPilotLoop) {
+    fn make_room(store: Arc<dyn Store>, clock: &Arc<ManualClock>) -> (Arc<Room>, RoomPilotLoop) {
         let text = "[origin]\naddress = \"127.0.0.1:1\"\n[room]\nid = \"r\"\nname = \"R\"\n\
                     total_active_users = 20\nnew_users_per_minute = 600\nburst = 20\n\
                     session_duration = \"10m\"\n[pass]\nsecret = \"test-secret-test-secret-test-secret!!\"\n\
@@ -419,14 +428,8 @@ mod tests {
             &metrics,
         )
         .with_autopilot(config.rooms[0].autopilot.clone());
-        let pilot = RoomPilotLoop::new(
-            "r",
-            room.store.clone(),
-            room.clock.clone(),
-            room.settings.clone(),
-            room.health.clone(),
-            room.pilot.clone(),
-        );
+        let room = Arc::new(room);
+        let pilot = RoomPilotLoop::new(room.clone());
         (room, pilot)
     }
 
