@@ -15,7 +15,7 @@ use crate::config::model::{OnUnreachable, TurnstileAction, TurnstileConfig, Turn
 use crate::token::Sighting;
 
 /// What a page or an app needs to show the challenge and hand its token back.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Challenge {
     /// "turnstile".

@@ -8,7 +8,7 @@ use crate::request::view::Request;
 use crate::token::{Sighting, Ticket, new_visitor_id};
 use crate::turnstile::{self, PARKED_EPOCH, TokenError, Verification};
 
-use super::{Decided, Decision, Gate};
+use super::{Answer, Decided, Decision, Gate, TurnstileRule};
 
 /// Whether a request answers the bot challenge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,18 +37,23 @@ pub enum Answered {
 impl Gate {
     /// The waiting page (or JSON) with the widget and no place: nothing is stored for it. What
     /// the back of the line waits is still worth knowing.
-    pub(super) fn challenge(&self, settings: &RoomSettings) -> Decision {
+    pub(super) fn challenge(&self, settings: &RoomSettings, rule: &TurnstileRule) -> Decision {
         let queued = self.room.view.load().queued;
-        Decision::Challenge {
+        Decision::Answer(Answer::Challenge {
             queued,
             estimate: self.estimate(settings, Some(queued + 1), queued + 1),
-        }
+            challenge: rule.challenge.clone(),
+        })
     }
 
     /// Verifies the widget's token with siteverify, then puts the visitor in line (or in, when
     /// the room has space), parks it, or asks for the challenge again. `form` is the body.
     pub async fn answer_challenge(&self, req: &Request<'_>, form: &[u8]) -> Answered {
-        let Some(turnstile) = &self.rules.turnstile else {
+        let Some(TurnstileRule {
+            verifier: turnstile,
+            ..
+        }) = &self.rules.turnstile
+        else {
             return Answered::NoChallenge;
         };
         // A second answer (another tab, a double submit) is not worth a siteverify call: the

@@ -6,6 +6,7 @@ use crate::config::RoomSettings;
 use crate::core::estimate::WaitEstimate;
 use crate::observe::Outcome;
 use crate::token::{Pass, Ticket};
+use crate::turnstile::Challenge;
 
 /// A decision with the settings it was made under: the reply shows the same room the decision
 /// saw, even when an event boundary passes in between.
@@ -19,12 +20,24 @@ pub struct Decided {
 pub enum Decision {
     /// Send the request on to the origin.
     Forward(Forward),
+    /// The proxy answers itself.
+    Answer(Answer),
+}
+
+/// What the proxy answers instead of forwarding.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
     /// In line: the waiting page, the JSON status or the event stream shows where.
     Wait(Wait),
     /// The room turns visitors away (`queueing_method = "reject"`).
     Closed,
     /// A newcomer who would queue passes the bot challenge first; nothing is stored for it.
-    Challenge { queued: u64, estimate: WaitEstimate },
+    Challenge {
+        queued: u64,
+        estimate: WaitEstimate,
+        /// What the page or the app shows of it.
+        challenge: Arc<Challenge>,
+    },
     /// A new ticket refused by the per-address limit, or a pass holder over its request rate.
     Limited { retry_after_secs: u64, limit: Limit },
     /// The visitor's pass was revoked because it was used from too many networks: told why,
@@ -79,11 +92,11 @@ impl Decision {
     pub fn outcome(&self) -> Outcome {
         match self {
             Decision::Forward(f) => f.outcome,
-            Decision::Wait(_) => Outcome::Queued,
-            Decision::Closed => Outcome::Rejected,
-            Decision::Challenge { .. } => Outcome::Challenged,
-            Decision::Limited { .. } => Outcome::Limited,
-            Decision::Shared => Outcome::Revoked,
+            Decision::Answer(Answer::Wait(_)) => Outcome::Queued,
+            Decision::Answer(Answer::Closed) => Outcome::Rejected,
+            Decision::Answer(Answer::Challenge { .. }) => Outcome::Challenged,
+            Decision::Answer(Answer::Limited { .. }) => Outcome::Limited,
+            Decision::Answer(Answer::Shared) => Outcome::Revoked,
         }
     }
 }

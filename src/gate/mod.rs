@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 pub use challenge::{Answered, ChallengeAnswer};
-pub use decision::{Decided, Decision, Forward, Limit, Shown, Wait};
+pub use decision::{Answer, Decided, Decision, Forward, Limit, Shown, Wait};
 pub use standing::{Watch, Watched};
 
 use crate::clock::Millis;
@@ -35,7 +35,7 @@ use crate::request::view::Request;
 use crate::room::Room;
 use crate::store::{RevokeReason, StoreError};
 use crate::token::{Pass, Signer, Ticket, Token, Verified, new_visitor_id};
-use crate::turnstile::Turnstile;
+use crate::turnstile::{Challenge, Turnstile};
 
 /// A pass's cookie is signed again (and its store entry slid) once this share of the session
 /// has gone by, so an active visitor costs one store write per tenth of a session, not one per
@@ -53,7 +53,14 @@ pub struct GateRules {
     pub on_store_error: OnStoreError,
     pub ip_limits: IpLimits,
     /// `[turnstile]`: newcomers pass a challenge before they get a place.
-    pub turnstile: Option<Arc<Turnstile>>,
+    pub turnstile: Option<TurnstileRule>,
+}
+
+/// `[turnstile]` as the gate holds it: what verifies an answer, and what a page or an app is
+/// given to show the challenge.
+pub struct TurnstileRule {
+    pub verifier: Arc<Turnstile>,
+    pub challenge: Arc<Challenge>,
 }
 
 pub struct Gate {
@@ -125,7 +132,7 @@ impl Gate {
             .as_ref()
             .and_then(|t| self.room.store.revoked(t.visitor()));
         match (token, revoked) {
-            (Some(_), Some(RevokeReason::Shared)) => Decision::Shared,
+            (Some(_), Some(RevokeReason::Shared)) => Decision::Answer(Answer::Shared),
             (Some(Token::Pass(pass)), None) => {
                 let legacy_pass = legacy.then(|| pass.clone());
                 let decision = self.holder(pass, settings, req, answer).await;
@@ -218,7 +225,7 @@ impl Gate {
     /// A visitor with a ticket: still waiting, or its turn has come.
     async fn waiter(&self, ticket: Ticket, settings: &RoomSettings, req: &Request<'_>) -> Decision {
         match settings.queueing_method {
-            QueueingMethod::Reject => return Decision::Closed,
+            QueueingMethod::Reject => return Decision::Answer(Answer::Closed),
             QueueingMethod::Passthrough => {
                 // The room was switched to passthrough while this visitor waited. A place the
                 // store could not drop now is dropped as abandoned later.
@@ -329,13 +336,13 @@ impl Gate {
         let issued_at = ticket.expires_at - abandon_after;
         let sign = ticket.seen.at == now || now - issued_at >= abandon_after / 10;
         ticket.expires_at = now + abandon_after;
-        Decision::Wait(Wait {
+        Decision::Answer(Answer::Wait(Wait {
             estimate: self.estimate(settings, position, queued),
             ticket,
             sign,
             position,
             queued,
-        })
+        }))
     }
 
     /// `POST /__waitroom/leave`: gives up the place or ends the pass.
@@ -396,10 +403,10 @@ impl Gate {
             UseVerdict::TooFast { retry_after_ms } => {
                 self.room.metrics.pass_requests_limited.inc();
                 let seconds = u64::try_from(retry_after_ms).unwrap_or(1).div_ceil(1000);
-                Some(Decision::Limited {
+                Some(Decision::Answer(Answer::Limited {
                     retry_after_secs: seconds.max(1),
                     limit: Limit::PassRate,
-                })
+                }))
             }
             UseVerdict::Report => {
                 let network = network?;
@@ -424,7 +431,7 @@ impl Gate {
                 self.room.metrics.passes_shared.inc();
                 // Revoked or not (the store may be down), this request does not go through.
                 let _ = self.revoke(id, RevokeReason::Shared).await;
-                Some(Decision::Shared)
+                Some(Decision::Answer(Answer::Shared))
             }
         }
     }
@@ -471,7 +478,7 @@ fn resealed_pass(mut decision: Decision, legacy: Option<Pass>) -> Decision {
 
 /// A waiting visitor who came with a legacy (readable) ticket gets it sealed on this answer.
 fn resealed_ticket(mut decision: Decision, legacy: bool) -> Decision {
-    if let Decision::Wait(wait) = &mut decision {
+    if let Decision::Answer(Answer::Wait(wait)) = &mut decision {
         wait.sign |= legacy;
     }
     decision

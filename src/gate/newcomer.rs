@@ -10,7 +10,7 @@ use crate::request::view::Request;
 use crate::store::{StoreError, TicketPlace};
 use crate::token::{Sighting, Ticket};
 
-use super::{ChallengeAnswer, Decision, Forward, Gate, Limit};
+use super::{Answer, ChallengeAnswer, Decision, Forward, Gate, Limit};
 use crate::observe::Outcome;
 
 /// The epoch of a ticket issued while the store was unreachable: no store has it, so when the
@@ -29,7 +29,7 @@ impl Gate {
     ) -> Decision {
         let limits = settings.limits();
         match settings.queueing_method {
-            QueueingMethod::Reject => return Decision::Closed,
+            QueueingMethod::Reject => return Decision::Answer(Answer::Closed),
             QueueingMethod::Passthrough => {
                 let admitted = self.room.store.admit_unconditionally(&id, &limits).await;
                 return match admitted {
@@ -78,8 +78,11 @@ impl Gate {
         // Cloudflare challenges on the waiting page only: a visitor let in at once never sees
         // it, and a ticket whose place was lost passed it already. The answer counts against
         // the address again, as a new place.
-        if restore.is_none() && answer == ChallengeAnswer::None && self.rules.turnstile.is_some() {
-            return self.challenge(settings);
+        if let Some(rule) = &self.rules.turnstile
+            && restore.is_none()
+            && answer == ChallengeAnswer::None
+        {
+            return self.challenge(settings, rule);
         }
         if !counted {
             match self.claim_ticket(&id, settings, req).await {
@@ -152,10 +155,10 @@ impl Gate {
                 )
             }
         };
-        Ok(Some(Decision::Limited {
+        Ok(Some(Decision::Answer(Answer::Limited {
             retry_after_secs,
             limit,
-        }))
+        })))
     }
 
     /// The store cannot be reached for a visitor who holds no pass.

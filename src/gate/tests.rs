@@ -222,10 +222,13 @@ fn bench(room: &str, rest: &str) -> Bench {
             cookie_name: room_config.cookie_name.clone(),
             on_store_error: config.store.on_error,
             ip_limits: config.rate_limit,
-            turnstile: config
-                .turnstile
-                .as_ref()
-                .map(|t| Arc::new(Turnstile::new(t).unwrap())),
+            turnstile: config.turnstile.as_ref().map(|t| {
+                let verifier = Arc::new(Turnstile::new(t).unwrap());
+                TurnstileRule {
+                    challenge: Arc::new(verifier.challenge("/__waitroom/turnstile")),
+                    verifier,
+                }
+            }),
         },
     );
     let admission = AdmissionLoop::new(
@@ -278,7 +281,7 @@ impl Bench {
         let decided = self.ask(visitor, &path).await;
         let signer = Signer::new("r", SECRET.as_bytes()).unwrap();
         match &decided.decision {
-            Decision::Wait(wait) if wait.sign => {
+            Decision::Answer(Answer::Wait(wait)) if wait.sign => {
                 visitor.cookie = Some(signer.sign_ticket(&wait.ticket).unwrap());
             }
             Decision::Forward(Forward {
@@ -304,7 +307,7 @@ fn outcome(decision: &Decision) -> Outcome {
 
 fn position(decision: &Decision) -> Option<u64> {
     match decision {
-        Decision::Wait(wait) => wait.position,
+        Decision::Answer(Answer::Wait(wait)) => wait.position,
         other => panic!("not waiting: {other:?}"),
     }
 }
@@ -344,7 +347,10 @@ async fn a_closed_or_suspended_room() {
         "total_active_users = 1\nnew_users_per_minute = 60\nqueueing_method = \"reject\"",
         "",
     );
-    assert_eq!(b.visit(&mut Visitor::default()).await, Decision::Closed);
+    assert_eq!(
+        b.visit(&mut Visitor::default()).await,
+        Decision::Answer(Answer::Closed)
+    );
     let b = bench(
         "total_active_users = 1\nnew_users_per_minute = 60\nsuspended = true",
         "",
@@ -382,10 +388,10 @@ async fn the_per_address_limit_counts_every_new_place() {
     assert!(
         matches!(
             refused,
-            Decision::Limited {
+            Decision::Answer(Answer::Limited {
                 limit: Limit::TooFast,
                 retry_after_secs: 1..=60,
-            }
+            })
         ),
         "{refused:?}"
     );
@@ -432,7 +438,7 @@ async fn the_ticket_of_a_revoked_visitor_is_no_ticket() {
     let mut inside = Visitor::default();
     assert_eq!(outcome(&b.visit(&mut inside).await), Outcome::Admitted);
     let mut waiting = Visitor::default();
-    let Decision::Wait(wait) = b.visit(&mut waiting).await else {
+    let Decision::Answer(Answer::Wait(wait)) = b.visit(&mut waiting).await else {
         panic!("the room is full");
     };
     let ticket_cookie = waiting.cookie.clone();
@@ -443,7 +449,7 @@ async fn the_ticket_of_a_revoked_visitor_is_no_ticket() {
         cookie: ticket_cookie,
         ..Visitor::default()
     };
-    let Decision::Wait(again) = b.visit(&mut replay).await else {
+    let Decision::Answer(Answer::Wait(again)) = b.visit(&mut replay).await else {
         panic!("still full");
     };
     assert_ne!(again.ticket.id, wait.ticket.id);
@@ -461,7 +467,7 @@ async fn the_bot_challenge_comes_before_a_place() {
     );
     assert!(matches!(
         b.visit(&mut Visitor::default()).await,
-        Decision::Challenge { queued: 0, .. }
+        Decision::Answer(Answer::Challenge { queued: 0, .. })
     ));
 }
 
@@ -566,7 +572,7 @@ async fn on_error_closed_queues_newcomers_with_offline_tickets_placed_on_return(
     b.take_down(true);
     let mut newcomer = Visitor::default();
     match b.visit(&mut newcomer).await {
-        Decision::Wait(wait) => {
+        Decision::Answer(Answer::Wait(wait)) => {
             assert_eq!(wait.ticket.epoch, "offline");
             assert_eq!(wait.position, None);
         }

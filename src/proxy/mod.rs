@@ -500,19 +500,12 @@ impl ProxyHttp for WaitroomProxy {
                 self.forwarding(ctx, req, &canonical);
                 return Ok(false);
             }
-            _ => {
+            Decision::Answer(answer) => {
                 let format = front.responder.format(&request);
-                front.responder.reply(&decided, format)
+                front.responder.reply(&decided.settings, answer, format)
             }
         };
-        match reply {
-            Some(reply) => reply.send(session, head_only).await?,
-            None => {
-                Reply::text(500, "no reply\n")
-                    .send(session, head_only)
-                    .await?
-            }
-        }
+        reply.send(session, head_only).await?;
         Ok(true)
     }
 

@@ -14,12 +14,12 @@ use std::sync::Arc;
 use crate::clock::{SharedClock, rfc3339_ms};
 use crate::config::model::{Branding, RoomConfig};
 use crate::config::{QueueingMethod, RoomSettings};
-use crate::gate::{Decided, Decision, Forward, Limit, Shown, Wait, Watched};
+use crate::gate::{Answer, Decided, Decision, Forward, Limit, Shown, Wait, Watched};
 use crate::language::{Locale, PageLanguage};
 use crate::request::view::{Request, Reserved};
 use crate::room::Room;
 use crate::store::StoreError;
-use crate::turnstile::{Challenge, Turnstile};
+use crate::turnstile::Challenge;
 use cookies::CookieJar;
 use custom_page::{CustomPage, PageVariables};
 pub use page::Failure;
@@ -42,22 +42,19 @@ pub struct Responder {
     /// `[page] template`: replaces the built-in waiting and closed pages.
     custom_page: Option<Arc<CustomPage>>,
     cookies: CookieJar,
-    /// `[turnstile]`: the widget and what an app needs to show it.
-    challenge: Option<Challenge>,
     /// Where the waiting page's script follows the line (the room named when there are several).
     status_url: String,
     clock: SharedClock,
 }
 
 impl Responder {
-    /// A room's responder: its pages as `config` says (the template compiled now), its
-    /// cookies, the Turnstile widget when newcomers are challenged; `named` is the room's id in
-    /// the reserved paths' URLs when the proxy runs several rooms.
+    /// A room's responder: its pages as `config` says (the template compiled now) and its
+    /// cookies; `named` is the room's id in the reserved paths' URLs when the proxy runs several
+    /// rooms.
     pub fn new(
         room: &Room,
         config: &RoomConfig,
         cookies: CookieJar,
-        turnstile: Option<&Turnstile>,
         named: Option<&str>,
     ) -> Result<Self, ramhorns::Error> {
         let custom_page = config
@@ -69,7 +66,6 @@ impl Responder {
             look: Look::new(config.branding.clone()),
             custom_page,
             cookies,
-            challenge: turnstile.map(|t| t.challenge(&Reserved::Turnstile.url(named))),
             status_url: Reserved::Status.url(named),
             clock: room.clock.clone(),
         })
@@ -98,22 +94,22 @@ impl Responder {
         self.cookies.clearing()
     }
 
-    /// The answer to a decision that does not forward; None for a forward.
-    pub fn reply(&self, decided: &Decided, format: Format) -> Option<Reply> {
-        let settings = &decided.settings;
-        Some(match &decided.decision {
-            Decision::Forward(_) => return None,
-            Decision::Wait(wait) => self.waiting(settings, wait, format),
-            Decision::Closed => self.closed(settings, format),
-            Decision::Challenge { queued, estimate } => {
-                self.challenge(settings, *queued, *estimate, format)
-            }
-            Decision::Limited {
+    /// The proxy's own answer, under the settings the decision saw.
+    pub fn reply(&self, settings: &RoomSettings, answer: &Answer, format: Format) -> Reply {
+        match answer {
+            Answer::Wait(wait) => self.waiting(settings, wait, format),
+            Answer::Closed => self.closed(settings, format),
+            Answer::Challenge {
+                queued,
+                estimate,
+                challenge,
+            } => self.challenge(settings, *queued, *estimate, challenge, format),
+            Answer::Limited {
                 retry_after_secs,
                 limit,
             } => self.limited(*retry_after_secs, *limit, format),
-            Decision::Shared => self.shared(format),
-        })
+            Answer::Shared => self.shared(format),
+        }
     }
 
     /// The JSON status (`/__waitroom/status`, the answer to the challenge): the decision's own
@@ -129,9 +125,7 @@ impl Responder {
                     None => reply,
                 }
             }
-            _ => self
-                .reply(decided, Format::Json)
-                .unwrap_or_else(|| Reply::text(500, "no status for this decision\n")),
+            Decision::Answer(answer) => self.reply(&decided.settings, answer, Format::Json),
         }
     }
 
@@ -251,11 +245,9 @@ impl Responder {
         settings: &RoomSettings,
         queued: u64,
         estimate: crate::core::estimate::WaitEstimate,
+        challenge: &Challenge,
         format: Format,
     ) -> Reply {
-        let Some(challenge) = &self.challenge else {
-            return Reply::text(500, "no challenge configured\n");
-        };
         let standing = Shown::Waiting {
             position: None,
             queued,

@@ -8,9 +8,10 @@ use super::server::StartError;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::config::model::RoomConfig;
-use crate::gate::{Gate, GateRules};
+use crate::gate::{Gate, GateRules, TurnstileRule};
 use crate::observe::MetricsRegistry;
 use crate::proxy::Front;
+use crate::request::view::Reserved;
 use crate::respond::Responder;
 use crate::respond::cookies::CookieJar;
 use crate::room::Room;
@@ -67,20 +68,15 @@ pub(super) fn assemble(
     );
     // A page names its room to the reserved paths only when the proxy has several.
     let named = (config.rooms.len() > 1).then_some(room_config.id.as_str());
-    let responder = Responder::new(
-        &room,
-        room_config,
-        cookies,
-        common.turnstile.as_deref(),
-        named,
-    )
-    .map_err(|reason| StartError::PageTemplate {
-        path: room_config
-            .template
-            .as_ref()
-            .map(|t| t.path.display().to_string())
-            .unwrap_or_default(),
-        reason,
+    let responder = Responder::new(&room, room_config, cookies, named).map_err(|reason| {
+        StartError::PageTemplate {
+            path: room_config
+                .template
+                .as_ref()
+                .map(|t| t.path.display().to_string())
+                .unwrap_or_default(),
+            reason,
+        }
     })?;
     let gate = Arc::new(Gate::new(
         room.clone(),
@@ -89,7 +85,10 @@ pub(super) fn assemble(
             cookie_name: room_config.cookie_name.clone(),
             on_store_error: config.store.on_error,
             ip_limits: config.rate_limit,
-            turnstile: common.turnstile.clone(),
+            turnstile: common.turnstile.as_ref().map(|verifier| TurnstileRule {
+                verifier: verifier.clone(),
+                challenge: Arc::new(verifier.challenge(&Reserved::Turnstile.url(named))),
+            }),
         },
     ));
     let room_loop = Arc::new(RoomLoop::new(room.clone()));
