@@ -113,7 +113,7 @@ pub fn token_from_form(body: &[u8]) -> Result<String, TokenError> {
 }
 
 #[derive(Debug, Deserialize)]
-struct Answer {
+struct SiteverifyAnswer {
     success: bool,
     #[serde(rename = "error-codes", default)]
     error_codes: Vec<String>,
@@ -124,7 +124,7 @@ fn interpret(status: u16, body: &[u8]) -> Verification {
     if !(200..300).contains(&status) {
         return Verification::Unreachable(VerifyError::Status(status));
     }
-    match serde_json::from_slice::<Answer>(body) {
+    match serde_json::from_slice::<SiteverifyAnswer>(body) {
         Ok(a) if a.success => Verification::Passed,
         Ok(a) if a.error_codes.iter().any(|c| c == "internal-error") => {
             Verification::Unreachable(VerifyError::Internal)

@@ -78,8 +78,9 @@ pub struct Limits {
     pub admitting: bool,
 }
 
+/// Where a join put a visitor: its place, its 1-based position, and how many wait in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Joined {
+pub struct Placed {
     pub place: Place,
     pub position: u64,
     pub queued: u64,
@@ -250,7 +251,7 @@ impl RoomState {
         restore: Option<Place>,
         limits: &Limits,
         now: Millis,
-    ) -> Joined {
+    ) -> Placed {
         if !self.places.contains_key(id) {
             let place = match restore {
                 Some(place) => {
@@ -264,7 +265,7 @@ impl RoomState {
         }
         self.heartbeats.set(id, now + limits.abandon_after_ms);
         let place = self.places.get(id).copied().unwrap_or_default();
-        Joined {
+        Placed {
             place,
             position: self.position_of(id).unwrap_or(1),
             queued: self.queue.len() as u64,

@@ -97,7 +97,7 @@ impl Status {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Phase {
+pub(super) enum Growth {
     /// Growing by half at a time, as TCP's slow start, until the first sign of the knee.
     SlowStart,
     Steady,
@@ -123,7 +123,7 @@ pub struct Controller {
     /// The operator's starting point, as given: the ratios of rate and burst to capacity.
     pub(super) start: Setpoint,
     pub(super) current: Setpoint,
-    pub(super) phase: Phase,
+    pub(super) phase: Growth,
     pub(super) paused: bool,
     /// Windows that began earlier are not judged: they saw limits since replaced.
     pub(super) judge_from: Millis,
@@ -154,7 +154,7 @@ impl Controller {
             settings,
             start,
             current: start,
-            phase: Phase::SlowStart,
+            phase: Growth::SlowStart,
             paused: false,
             judge_from: now,
             last_change_at: None,
@@ -189,7 +189,7 @@ impl Controller {
             capacity,
             format!("taken over from the previous leader ({current})"),
         );
-        c.phase = Phase::Steady;
+        c.phase = Growth::Steady;
         Ok(c)
     }
 
@@ -217,8 +217,8 @@ impl Controller {
             changed_at: self.changed_at,
             last_step: self.last_step.clone(),
             phase: match self.phase {
-                Phase::SlowStart => "slow_start",
-                Phase::Steady => "steady",
+                Growth::SlowStart => "slow_start",
+                Growth::Steady => "steady",
             },
         }
     }
@@ -301,7 +301,7 @@ impl Controller {
             new_users_per_minute: start.new_users_per_minute.max(1),
             burst: start.burst.max(1),
         };
-        self.phase = Phase::SlowStart;
+        self.phase = Growth::SlowStart;
         self.forget_breach();
         self.calm = 0;
         self.in_band = 0;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::controller::{Controller, Direction, Phase, Verdict};
+use super::controller::{Controller, Direction, Growth, Verdict};
 use super::measurement::{RoomObservation, Signal};
 use crate::clock::{Millis, millis};
 
@@ -88,7 +88,7 @@ impl Controller {
         };
         // Aim at the middle of the band, so that the next window neither breaches nor grows.
         if let Some(wanted) = without_queue(target_us * (1.0 - s.hysteresis / 2.0)) {
-            self.phase = Phase::Steady;
+            self.phase = Growth::Steady;
             self.calm = 0;
             self.in_band = 0;
             let knee = without_queue(target_us)
@@ -151,7 +151,7 @@ impl Controller {
             self.calm = 0;
             self.in_band = self.in_band.saturating_add(1);
             if self.in_band >= 2 {
-                self.phase = Phase::Steady;
+                self.phase = Growth::Steady;
             }
             return Verdict::Hold(format!(
                 "{reading}: within the hysteresis band (grows only below {:.0} % of the limits)",
@@ -184,11 +184,11 @@ impl Controller {
             self.forget_breach();
         }
         let (step, how) = match (self.phase, self.ceiling) {
-            (Phase::SlowStart, _) => (
+            (Growth::SlowStart, _) => (
                 (capacity.div_ceil(2) as f64 * headroom).ceil() as u64,
                 "slow start, +50 %, less as p95 nears the band",
             ),
-            (Phase::Steady, Some(breach)) => {
+            (Growth::Steady, Some(breach)) => {
                 // Towards the knee the last breach showed, then past it by small probes
                 // (CUBIC's plateau around its last loss); both wait longer each time the knee
                 // breaches at the same place. A knee sharper than a square-root step (a few
@@ -219,7 +219,7 @@ impl Controller {
                     )
                 }
             }
-            (Phase::Steady, None) => (
+            (Growth::Steady, None) => (
                 (isqrt_ceil(capacity) as f64 * headroom).ceil() as u64,
                 "+sqrt(capacity), less as p95 nears the band",
             ),

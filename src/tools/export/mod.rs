@@ -14,7 +14,7 @@ use hcl::{Attribute, Body, Expression, ObjectKey};
 use crate::config::file::{ConfigFile, PageSection, RoomSection};
 use crate::config::model::{ConfigError, RoomPlace, SameSite, invalid, same_site};
 use crate::language::Locale;
-use room::{Turnstile, room_vars, text};
+use room::{TurnstileSettings, room_vars, text};
 
 pub use room::bypass_expression;
 
@@ -89,7 +89,7 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
         )
         .into());
     }
-    let turnstile = Turnstile::from_file(file)?;
+    let turnstile = TurnstileSettings::from_file(file)?;
 
     let mut exports: Vec<RoomExport> = Vec::with_capacity(rooms.len());
     for (room, page, place) in &rooms {

@@ -29,7 +29,7 @@ pub(super) fn room_vars(
     room: &RoomSection,
     page: &PageSection,
     samesite: SameSite,
-    turnstile: &Turnstile,
+    turnstile: &TurnstileSettings,
 ) -> Result<RoomExport, ConfigError> {
     check_room_id(&room.id)?;
     let settings = RoomSettings::from_section(room)?;
@@ -237,12 +237,12 @@ pub(super) fn room_vars(
 
 /// `[turnstile]` as Cloudflare's room settings: no section, or mode = "off", is "off" (left
 /// out, the provider would turn on an invisible challenge).
-pub(super) struct Turnstile {
+pub(super) struct TurnstileSettings {
     mode: &'static str,
     action: &'static str,
 }
 
-impl Turnstile {
+impl TurnstileSettings {
     pub(super) fn from_file(file: &ConfigFile) -> Result<Self, ConfigError> {
         let Some(section) = &file.turnstile else {
             return Ok(Self {
@@ -345,7 +345,7 @@ const CLOUDFLARE_MAX_EVENTS: usize = 5;
 fn events(
     room: &RoomSection,
     settings: &RoomSettings,
-    turnstile: &Turnstile,
+    turnstile: &TurnstileSettings,
     notes: &mut Vec<String>,
     advanced: &mut Vec<String>,
 ) -> Result<Expression, ConfigError> {
