@@ -4,7 +4,8 @@ points at exists, and its #anchor, if any, is a heading of the target (GitHub's 
 what the prose names of the code: every source path (`src/gate/mod.rs`, `store/lua/*.lua`,
 `tests/rooms.rs`; written from the repository's root, from src/, or from the document) exists,
 and every module path (`waitroom::store::memory`, `crate::core::room::Room`) names a module
-file, with its last one or two names defined there.
+file, with its last one or two names defined there. And two lists kept whole: docs/testing.md
+names every integration test file, docs/redis.md every Lua script.
 
     scripts/check-doc-links.py            # every *.md outside target/, node_modules/, .git/
     scripts/check-doc-links.py README.md docs/operations.md
@@ -183,8 +184,25 @@ def check(path):
     return problems
 
 
-def main():
+# Lists a page must keep whole: every file of a folder named in it, by its name.
+COMPLETE = [
+    ("docs/testing.md", "tests", "*.rs", lambda p: p.name),
+    ("docs/redis.md", "src/store/lua", "*.lua", lambda p: p.stem),
+]
+
+
+def check_complete():
     problems = []
+    for page, folder, pattern, name in COMPLETE:
+        text = (ROOT / page).read_text(encoding="utf-8")
+        for path in sorted((ROOT / folder).glob(pattern)):
+            if not re.search(rf"`[^`]*\b{re.escape(name(path))}\b[^`]*`", text):
+                problems.append(f"{page}: does not name {path.relative_to(ROOT)}")
+    return problems
+
+
+def main():
+    problems = [] if sys.argv[1:] else check_complete()
     for path in markdown_files(sys.argv[1:]):
         problems += check(path)
     for p in problems:
