@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::config::model::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMode};
+use crate::request::view::Reserved;
 use crate::token::Sighting;
 
 /// What a page or an app needs to show the challenge and hand its token back.
@@ -32,7 +33,7 @@ pub struct Challenge {
 }
 
 /// Where the page posts the widget's token (form-encoded, field `TOKEN_FIELD`).
-pub const TURNSTILE_PATH: &str = "/__waitroom/turnstile";
+pub const TURNSTILE_PATH: &str = Reserved::Turnstile.path();
 /// The field Turnstile itself fills in a form; the page's script sends the same name.
 pub const TOKEN_FIELD: &str = "cf-turnstile-response";
 pub const SCRIPT_URL: &str = "https://challenges.cloudflare.com/turnstile/v0/api.js";

@@ -126,12 +126,12 @@ impl Reserved {
         })
     }
 
-    pub fn path(self) -> &'static str {
+    pub const fn path(self) -> &'static str {
         match self {
             Reserved::Status => "/__waitroom/status",
             Reserved::Events => "/__waitroom/events",
             Reserved::Leave => "/__waitroom/leave",
-            Reserved::Turnstile => crate::turnstile::TURNSTILE_PATH,
+            Reserved::Turnstile => "/__waitroom/turnstile",
             Reserved::Unknown => RESERVED_PREFIX,
         }
     }

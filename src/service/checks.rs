@@ -3,7 +3,7 @@
 
 use std::net::{SocketAddr, TcpListener};
 
-use super::server::StartError;
+use super::start::StartError;
 use super::tls::{check_ca_file, check_listener};
 use crate::config::Config;
 use crate::config::model::Cap;

@@ -14,5 +14,6 @@ pub mod logging;
 pub mod reload;
 mod rooms;
 pub mod server;
+mod start;
 mod stores;
 pub mod tls;

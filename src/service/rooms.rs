@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::admin::RoomAdmin;
-use super::server::StartError;
+use super::start::StartError;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::config::model::RoomConfig;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::server::{RunOptions, StartError};
+use super::start::{RunOptions, StartError};
 use crate::config::Config;
 use crate::config::model::Backend;
 use crate::store::memory::MemoryStore;
