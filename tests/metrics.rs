@@ -5,7 +5,7 @@
 mod common;
 
 use common::origin::StubOrigin;
-use common::proxy::{TestProxy, free_port};
+use common::proxy::{RefusingPort, TestProxy};
 use waitroom::observe::{ORIGIN_CLASSES, PROCESS_NAMES, UPSTREAM_ERROR_KINDS};
 
 /// The value of the one series `name{label="value",room="r"}`, if the text has it.
@@ -27,9 +27,9 @@ fn plain(text: &str, name: &str) -> Option<f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fresh_proxy_exports_every_error_series_at_zero_and_its_process() {
     // Nothing listens where the origin should be: the first visitor meets a connect error.
-    let dead_origin = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let dead_origin = RefusingPort::bind();
     let proxy = TestProxy::start_before(
-        dead_origin,
+        dead_origin.addr,
         "total_active_users = 100\nnew_users_per_minute = 100",
         "",
         StubOrigin::start(),

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use common::origin::{StubOrigin, read_request};
 use common::proxy::{
-    NoEnvironment, Sections, Visitor, admin_state, config_with, eventually, free_port,
-    wait_listening,
+    NoEnvironment, RefusingPort, Sections, Visitor, admin_state, config_with, eventually,
+    free_port, wait_listening,
 };
 use tokio::io::{AsyncWriteExt, BufReader};
 use waitroom::config::Config;
@@ -404,12 +404,10 @@ async fn an_origin_that_never_resolved_gets_the_branded_502_counted_and_logged()
 /// (path, the `waitroom` cookie if any) of every request an origin received.
 type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
-/// An origin that answers 200 `origin:<path>` on `port`, recording the `waitroom` cookie of each
-/// request.
-fn origin_on(port: u16) -> Seen {
+/// An origin that answers 200 `origin:<path>` on the port that refused until now, recording the
+/// `waitroom` cookie of each request.
+fn origin_on(port: RefusingPort) -> Seen {
     let seen: Seen = Arc::default();
-    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
-    listener.set_nonblocking(true).unwrap();
     let record = seen.clone();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -417,7 +415,7 @@ fn origin_on(port: u16) -> Seen {
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let listener = port.listen();
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
@@ -453,8 +451,8 @@ fn origin_on(port: u16) -> Seen {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newcomer_admitted_by_a_refused_forward_keeps_its_pass() {
     // Nothing listens on the origin's port yet: the connection is refused.
-    let port = free_port();
-    let origin = format!("127.0.0.1:{port}");
+    let refusing = RefusingPort::bind();
+    let origin = refusing.addr.to_string();
     let dns = Dns::default();
     let proxy = start(
         &origin,
@@ -499,7 +497,7 @@ async fn a_newcomer_admitted_by_a_refused_forward_keeps_its_pass() {
     assert_ne!(waiting.status, 502);
 
     // The origin is back: the visitor goes in on its pass, not as a newcomer.
-    let seen = origin_on(port);
+    let seen = origin_on(refusing);
     let inside = v.get("/drop").await;
     assert_eq!(inside.status, 200, "{}", inside.body);
     assert_eq!(inside.body, "origin:/drop");
@@ -565,8 +563,8 @@ async fn a_newcomer_admitted_by_a_timed_out_forward_keeps_its_pass() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_with_an_address_that_refuses_is_served_by_its_other_address() {
     let origin = StubOrigin::start();
-    let dead: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let dns = Dns::answering(&[dead, origin.addr]);
+    let dead = RefusingPort::bind();
+    let dns = Dns::answering(&[dead.addr, origin.addr]);
     let proxy = start("shop-e.test:80", ROOM, "", &dns, true).unwrap();
     assert_eq!(proxy.metric("waitroom_origin_addresses", "").await, 2.0);
     // Turns go to both addresses; a refused connection is tried on the other one.

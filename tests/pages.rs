@@ -306,7 +306,7 @@ async fn the_built_in_and_the_cloudflare_page_share_one_stylesheet() {
 /// (`default_template_language = "auto"`), and the room's fixed one otherwise.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_failure_page_speaks_the_visitors_language() {
-    let closed = std::net::SocketAddr::from(([127, 0, 0, 1], common::proxy::free_port()));
+    let closed = common::proxy::RefusingPort::bind();
     let room = "total_active_users = 100\nnew_users_per_minute = 1000";
     for (language, accept, heading, lang) in [
         (
@@ -324,7 +324,7 @@ async fn the_failure_page_speaks_the_visitors_language() {
         ),
     ] {
         let proxy = TestProxy::start_before(
-            closed,
+            closed.addr,
             room,
             &format!("[page]\ndefault_template_language = \"{language}\""),
             common::origin::StubOrigin::start(),

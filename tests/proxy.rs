@@ -775,10 +775,10 @@ async fn capacity_is_never_exceeded_by_hundreds_of_concurrent_visitors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_or_slow_origin_gets_a_branded_page_and_nobody_loses_a_pass() {
-    let dead = common::proxy::free_port();
+    let dead = common::proxy::RefusingPort::bind();
     let origin = common::origin::StubOrigin::start();
     let proxy = TestProxy::start_before(
-        format!("127.0.0.1:{dead}").parse().unwrap(),
+        dead.addr,
         "total_active_users = 5\nnew_users_per_minute = 100",
         "",
         origin,

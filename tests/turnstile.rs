@@ -318,7 +318,8 @@ async fn siteverify_out_of_reach_follows_on_unreachable_and_is_counted() {
     assert_eq!(counted(&proxy, &verifications("unreachable")).await, 1);
 
     let mut nowhere = Options::new(&broken, PASS_SECRET);
-    nowhere.url = format!("http://127.0.0.1:{}/siteverify", common::proxy::free_port());
+    let refusing = common::proxy::RefusingPort::bind();
+    nowhere.url = format!("http://{}/siteverify", refusing.addr);
     let proxy = nowhere.full_room().await;
     let answer = proxy
         .visitor()

@@ -31,6 +31,29 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// An address where connections are refused for as long as this value lives. A port from
+/// [`free_port`] is free again at once, so a test running beside this one may start listening on
+/// it: a "dead" origin would then answer. This socket stays bound and never listens, which the
+/// kernel refuses connections to and no other socket can bind.
+pub struct RefusingPort {
+    socket: tokio::net::TcpSocket,
+    pub addr: SocketAddr,
+}
+
+impl RefusingPort {
+    pub fn bind() -> Self {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = socket.local_addr().unwrap();
+        Self { socket, addr }
+    }
+
+    /// Starts listening on the same port (the origin comes back); call it inside a runtime.
+    pub fn listen(self) -> tokio::net::TcpListener {
+        self.socket.listen(1024).unwrap()
+    }
+}
+
 pub struct TestProxy {
     pub running: Running,
     /// Drives the proxy's time, unless it was started on the real clock.
