@@ -314,3 +314,89 @@ async fn an_idle_http2_connection_is_closed_at_keepalive_timeout() {
     // The server's SETTINGS came first (type 4 on stream 0): the connection was good.
     assert!(sent.len() >= 9 && sent[3] == 4, "{sent:?}");
 }
+
+/// A request body streamed over HTTP/2: `pieces` of `size` bytes, `gap` apart (the request's
+/// `content-length` may announce more, so that the body is unfinished when they stop).
+fn paced_body(pieces: usize, size: usize, gap: std::time::Duration) -> reqwest::Body {
+    let stream = futures_util::stream::unfold(0, move |sent| async move {
+        if sent == pieces {
+            return None;
+        }
+        if sent > 0 {
+            tokio::time::sleep(gap).await;
+        }
+        Some((Ok::<_, std::io::Error>(vec![b'x'; size]), sent + 1))
+    });
+    reqwest::Body::wrap_stream(stream)
+}
+
+/// HTTP/2 bodies are held to the same pace as HTTP/1.1 ones (`listen.min_body_rate`, checked on
+/// each piece as it is forwarded), and a body the proxy reads itself to `listen.body_timeout`'s
+/// silence (Pingora's read timeout does not reach HTTP/2): a steady upload arrives whole, a
+/// trickle and a silent body are cut, counted, and the origin never gets them whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_bodies_must_keep_their_pace_and_the_proxys_own_their_deadline() {
+    use std::time::{Duration, Instant};
+
+    let ca = TestCa::new();
+    let proxy = https_proxy(
+        &ca,
+        &["localhost"],
+        "body_timeout = \"1s\"\nmin_body_rate = 20",
+        "bypass = [\"/upload/*\"]",
+    );
+    let h2 = https_client(&ca, proxy.port).build().unwrap();
+    let url = |path: &str| format!("https://localhost:{}{path}", proxy.port);
+
+    // 10 bytes every 300 ms for 3 s (33 B/s): past the grace, above the rate.
+    let steady = h2
+        .post(url("/upload/steady"))
+        .header("content-length", "100")
+        .body(paced_body(10, 10, Duration::from_millis(300)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(steady.version(), reqwest::Version::HTTP_2);
+    assert_eq!(steady.status(), 200);
+    let received = proxy.origin.received();
+    let upload = received.iter().find(|r| r.target() == "/upload/steady");
+    assert_eq!(upload.map(|r| r.body.len()), Some(100));
+
+    // A byte every 300 ms, never silent for a second: 3 B/s, cut after the grace.
+    let started = Instant::now();
+    let trickle = h2
+        .post(url("/upload/trickle"))
+        .header("content-length", "1000")
+        .body(paced_body(1000, 1, Duration::from_millis(300)))
+        .send()
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(6), "{trickle:?}");
+    if let Ok(answer) = trickle {
+        assert_eq!(answer.status(), 408);
+    }
+    // The proxy's own path: one byte, then silence.
+    let started = Instant::now();
+    let silent = h2
+        .post(url("/__waitroom/leave"))
+        .header("content-length", "100")
+        .body(paced_body(2, 1, Duration::from_secs(3600)))
+        .send()
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(6), "{silent:?}");
+    if let Ok(answer) = silent {
+        assert_eq!(answer.status(), 408);
+    }
+    assert!(
+        !proxy
+            .origin
+            .received()
+            .iter()
+            .any(|r| r.target() == "/upload/trickle"),
+        "the trickle never reached the origin whole"
+    );
+    let metrics = proxy.metrics().await;
+    assert!(
+        metrics.contains("waitroom_body_timeouts_total{room=\"test-room\"} 2"),
+        "{metrics}"
+    );
+}

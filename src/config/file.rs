@@ -76,6 +76,9 @@ pub struct ListenSection {
     pub max_event_streams_per_ip: u64,
     /// The longest silence between two reads of a request body before the connection is closed.
     pub body_timeout: String,
+    /// Bytes a second a request body must average once it has taken longer than `body_timeout`;
+    /// 0: no minimum.
+    pub min_body_rate: u64,
 }
 
 impl Default for ListenSection {
@@ -97,6 +100,7 @@ impl Default for ListenSection {
             max_event_streams: 0,
             max_event_streams_per_ip: 6,
             body_timeout: "10s".into(),
+            min_body_rate: 500,
         }
     }
 }

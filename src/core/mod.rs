@@ -1,6 +1,7 @@
 //! Pure decision logic: no I/O, time passed in. Everything here is unit-tested with plain values.
 
 pub mod autopilot;
+pub mod body_pace;
 pub mod bucket;
 pub mod estimate;
 pub mod expiring;

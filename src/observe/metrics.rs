@@ -109,7 +109,8 @@ pub struct Metrics {
     pub pass_requests_limited: IntCounter,
     /// Event streams answered "poll instead", by reason.
     event_streams_refused: [IntCounter; StreamRefusal::ALL.len()],
-    /// Connections closed because a request body went silent past `listen.body_timeout`.
+    /// Connections closed because a request body went silent past `listen.body_timeout` or
+    /// arrived slower than `listen.min_body_rate`.
     pub body_timeouts: IntCounter,
     /// Requests whose client address a trusted proxy wrote unreadably (`unknown`, ...).
     pub client_address_unparsed: IntCounter,
@@ -373,7 +374,8 @@ impl MetricsRegistry {
             body_timeouts: counter(
                 "waitroom_body_timeouts_total",
                 "Connections closed because a request body went silent past \
-                 listen.body_timeout (the request's room, or the first room)",
+                 listen.body_timeout or arrived slower than listen.min_body_rate (the request's \
+                 room, or the first room)",
                 room,
             ),
             client_address_unparsed: counter(

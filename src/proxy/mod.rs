@@ -12,6 +12,7 @@
 //! Connections are accepted by the front door (`connections`), which counts them and closes
 //! slow heads and, when full, idle keep-alive connections.
 
+mod body;
 mod connections;
 mod events;
 mod failure;
@@ -34,6 +35,7 @@ pub use events::{STREAMS_PER_VISITOR, StreamBudget};
 
 use crate::config::model::OriginConfig;
 use crate::core::autopilot::Exchange;
+use crate::core::body_pace::{BodyPace, PaceRule};
 use crate::gate::{Decision, Gate};
 use crate::observe::{ACCESS_LOG, Outcome};
 use crate::request::authority::Authority;
@@ -75,6 +77,8 @@ pub struct WaitroomProxy {
     keepalive_secs: u64,
     /// `listen.body_timeout`: the longest silence between two reads of a request body.
     body_timeout: std::time::Duration,
+    /// `listen.min_body_rate`, with `body_timeout` as its grace.
+    min_body_pace: Option<PaceRule>,
     /// `rate_limit.ipv6_prefix`: how per-address budgets count IPv6 clients.
     ipv6_prefix: u8,
 }
@@ -135,6 +139,8 @@ pub struct RequestCtx {
     /// Counted in `waitroom_origin_inflight` from choosing the origin to its response header
     /// (or the failure, or the end of the request, whichever comes first).
     in_flight: Option<InFlight>,
+    /// How fast this request's body arrives (`listen.min_body_rate`), timed from `started`.
+    body_pace: Option<BodyPace>,
 }
 
 /// One request in `waitroom_origin_inflight` until dropped: a guard, so that no path out of a
@@ -174,6 +180,7 @@ pub struct ProxySettings {
     /// How long an idle keep-alive connection is kept (`listen.keepalive_timeout`).
     pub keepalive_timeout: std::time::Duration,
     pub body_timeout: std::time::Duration,
+    pub min_body_pace: Option<PaceRule>,
     pub ipv6_prefix: u8,
 }
 
@@ -194,6 +201,7 @@ impl WaitroomProxy {
             ),
             keepalive_secs: whole_seconds(settings.keepalive_timeout),
             body_timeout: settings.body_timeout,
+            min_body_pace: settings.min_body_pace,
             ipv6_prefix: settings.ipv6_prefix,
         }
     }
@@ -381,6 +389,7 @@ impl ProxyHttp for WaitroomProxy {
             origin_turn: None,
             origin_tries: 0,
             in_flight: None,
+            body_pace: self.min_body_pace.map(BodyPace::new),
         }
     }
 
@@ -459,7 +468,7 @@ impl ProxyHttp for WaitroomProxy {
             ctx.room = Some(room);
             self.count_unparsed(ctx, unparsed);
             let canonical = canonical.into_owned();
-            self.own_path(session, room, reserved, canonical, client)
+            self.own_path(session, ctx, room, reserved, canonical, client)
                 .await?;
             return Ok(true);
         }
@@ -567,6 +576,21 @@ impl ProxyHttp for WaitroomProxy {
         forward::rewrite(self, session, upstream, ctx)
     }
 
+    /// Runs on each piece of a forwarded request body as it arrives, on either protocol: a body
+    /// slower than `listen.min_body_rate` ends its connection.
+    async fn request_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<bytes::Bytes>,
+        _end_of_stream: bool,
+        ctx: &mut Self::CTX,
+    ) -> pingora::Result<()> {
+        match (ctx.body_pace.as_mut(), body) {
+            (Some(pace), Some(piece)) => body::keep_pace(pace, piece.len(), ctx.started),
+            _ => Ok(()),
+        }
+    }
+
     /// Runs on the origin's response header as it arrives, before Pingora acts on it (a 101
     /// would open the tunnel right after this).
     async fn upstream_response_filter(
@@ -587,8 +611,9 @@ impl ProxyHttp for WaitroomProxy {
     ) -> pingora::Result<()> {
         if response.status == http::StatusCode::SWITCHING_PROTOCOLS && ctx.upgrade_allowed {
             // An allowed tunnel's silence is normal (a WebSocket waits for the shop to push):
-            // `listen.body_timeout` is for request bodies, not for it.
+            // `listen.body_timeout` and `min_body_rate` are for request bodies, not for it.
             session.set_read_timeout(None);
+            ctx.body_pace = None;
         }
         forward::answer(self, session, response, ctx).await
     }

@@ -9,27 +9,17 @@ use crate::request::view::{Canonical, Request, Reserved};
 use crate::respond::Responder;
 use crate::respond::reply::Reply;
 
-use super::{WaitroomProxy, events};
+use super::body::read_own_body;
+use super::{RequestCtx, WaitroomProxy, events};
 
 /// Request bodies the proxy reads itself (leave, a Turnstile token) are small; more is refused.
 const MAX_OWN_BODY: usize = 16 * 1024;
-
-/// The whole request body, or None when it is larger than `MAX_OWN_BODY`.
-async fn read_body(session: &mut Session) -> pingora::Result<Option<Vec<u8>>> {
-    let mut body = Vec::new();
-    while let Some(chunk) = session.read_request_body().await? {
-        body.extend_from_slice(&chunk);
-        if body.len() > MAX_OWN_BODY {
-            return Ok(None);
-        }
-    }
-    Ok(Some(body))
-}
 
 impl WaitroomProxy {
     pub(super) async fn own_path(
         &self,
         session: &mut Session,
+        ctx: &mut RequestCtx,
         room: usize,
         reserved: Reserved,
         canonical: Canonical<'static>,
@@ -44,7 +34,14 @@ impl WaitroomProxy {
             return Responder::not_here(reserved).send(session, head_only).await;
         }
         let body = if method == http::Method::POST {
-            match read_body(session).await? {
+            let read = read_own_body(
+                session,
+                MAX_OWN_BODY,
+                self.body_timeout,
+                ctx.body_pace.as_mut(),
+                ctx.started,
+            );
+            match read.await? {
                 Some(body) => body,
                 None => {
                     session.set_keepalive(None);

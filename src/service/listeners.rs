@@ -93,6 +93,7 @@ pub(super) fn public(
                 .map(|n| usize::try_from(n.get()).unwrap_or(usize::MAX)),
             keepalive_timeout: listener.keepalive_timeout,
             body_timeout: listener.body_timeout,
+            min_body_pace: listener.min_body_pace,
             ipv6_prefix: config.rate_limit.ipv6_prefix,
         },
     );

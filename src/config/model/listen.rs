@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::values::{duration, duration_or_zero, non_empty_path, socket_addr};
 use super::{ConfigError, Environment, canonical, invalid};
 use crate::config::file::ListenSection;
+use crate::core::body_pace::PaceRule;
 use crate::request::client::Cidr;
 
 /// Set by systemd's `RuntimeDirectory=`: where the upgrade socket and the pid file go by default.
@@ -51,13 +52,16 @@ pub struct ListenConfig {
     /// the page polls instead, which costs a request every `refresh_interval`, not a
     /// connection held for minutes.
     pub max_event_streams_per_ip: Option<NonZeroU64>,
-    /// The longest silence between two reads of a request body (HTTP/1.1; forwarded or read by
-    /// the proxy itself), after which the connection is closed. A gap rather than a minimum
-    /// rate: an honest upload over a poor mobile link stalls and then bursts, which a rate
-    /// averaged over a few seconds would cut, while a scalper trickling a byte at a time is
-    /// cut by the first gap past it. What a slow-but-steady trickle can still hold is one
-    /// connection per body, which `max_connections_per_ip` bounds.
+    /// The longest silence between two reads of a request body (HTTP/1.1 bodies, and the
+    /// bodies the proxy reads itself on either protocol), after which the connection is closed.
+    /// A gap rather than a rate: an honest upload over a poor mobile link stalls and then
+    /// bursts, while a scalper trickling a byte at a time is cut by the first gap past it. A
+    /// trickle steady enough never to leave a gap is `min_body_pace`'s.
     pub body_timeout: Duration,
+    /// `listen.min_body_rate`: once a body has taken longer than `body_timeout`, it must have
+    /// averaged this many bytes a second since its head or the connection is closed (HTTP/1.1
+    /// and HTTP/2); `None`: no minimum.
+    pub min_body_pace: Option<PaceRule>,
 }
 
 /// A limit on open connections: set by the operator, or (0 in the file) derived at start from
@@ -140,6 +144,7 @@ fn connections(listen: &ListenSection) -> Result<ListenConfig, ConfigError> {
             "must be at most 10m (75s or less is advised)",
         ));
     }
+    let body_timeout = duration("listen.body_timeout", &listen.body_timeout)?;
     let max_connections = Cap::from_file(listen.max_connections);
     let max_connections_per_ip = NonZeroU64::new(listen.max_connections_per_ip);
     if let (Cap::At(all), Some(per_ip)) = (max_connections, max_connections_per_ip)
@@ -157,6 +162,10 @@ fn connections(listen: &ListenSection) -> Result<ListenConfig, ConfigError> {
         max_connections_per_ip,
         max_event_streams: Cap::from_file(listen.max_event_streams),
         max_event_streams_per_ip: NonZeroU64::new(listen.max_event_streams_per_ip),
-        body_timeout: duration("listen.body_timeout", &listen.body_timeout)?,
+        body_timeout,
+        min_body_pace: NonZeroU64::new(listen.min_body_rate).map(|min_bytes_per_second| PaceRule {
+            min_bytes_per_second,
+            grace: body_timeout,
+        }),
     })
 }

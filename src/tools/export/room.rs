@@ -130,6 +130,15 @@ pub(super) fn room_vars(
          render empty at the edge (waiting.html then shows the estimate)"
             .to_owned(),
     );
+    if !room.websocket_paths.is_empty() {
+        notes.push(format!(
+            "room.websocket_paths = {:?}: not exported; the Cloudflare waiting room has no \
+             setting for the paths that may open a WebSocket, so at the edge their upgrades \
+             follow the zone's WebSockets setting, not this list (a bypass rule on them is the \
+             nearest, if their handshakes must not queue)",
+            room.websocket_paths
+        ));
+    }
     let ip = &file.rate_limit;
     if ip.tickets_per_ip_per_minute > 0 || ip.max_live_tickets_per_ip > 0 {
         notes.push(

@@ -485,3 +485,18 @@ fn every_room_becomes_an_entry_and_their_notes_are_said_once_or_named() {
         "{error}"
     );
 }
+
+#[test]
+fn websocket_paths_have_no_counterpart_and_say_so() {
+    let out = export("websocket_paths = [\"/ws/*\"]", "");
+    let notes = notes_about(&out, "room.websocket_paths");
+    assert_eq!(notes.len(), 1, "{:?}", out.notes);
+    assert!(notes[0].contains("not exported"), "{}", notes[0]);
+    assert!(
+        out.tfvars
+            .contains("# - room.websocket_paths = [\"/ws/*\"]: not exported"),
+        "{}",
+        out.tfvars
+    );
+    assert!(notes_about(&export("", ""), "websocket_paths").is_empty());
+}
