@@ -66,6 +66,16 @@ pub struct Pass {
     pub expires_at: Millis,
 }
 
+/// A proof-of-work seed (`core::proof`), sealed like the cookies: its difficulty and expiry are
+/// inside, so a solver can neither lower one nor stretch the other, and it is bound to the room.
+/// Issued without a store write; its id is what the store spends once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seed {
+    pub id: String,
+    pub bits: u8,
+    pub expires_at: Millis,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Token {
     Ticket(Ticket),
@@ -102,6 +112,7 @@ const NONCE_BYTES: usize = 24;
 const TAG_BYTES: usize = 16;
 const KIND_TICKET: u8 = 1;
 const KIND_PASS: u8 = 2;
+const KIND_SEED: u8 = 3;
 
 /// The previous version's claims, kept to read its HS256 tokens during a rolling upgrade.
 #[derive(Debug, Serialize, Deserialize)]
@@ -239,6 +250,36 @@ impl Signer {
         w.int(p.admitted_at);
         w.int(p.renewed_at);
         self.seal(&w.0)
+    }
+
+    pub fn seal_seed(&self, seed: &Seed) -> Result<String, SignError> {
+        let mut w = Writer::new(KIND_SEED, &seed.id, "", seed.expires_at);
+        w.uint(u64::from(seed.bits));
+        self.seal(&w.0)
+    }
+
+    /// The seed `raw` is, or None when it is oversized, forged, for another room, not a seed or
+    /// expired at `now` (no leeway: the proxy that checks an answer may not be the one that
+    /// issued the seed, but a seed lives minutes, not the second clocks may differ by).
+    pub fn open_seed(&self, raw: &str, now: Millis) -> Option<Seed> {
+        if raw.len() > MAX_TOKEN_BYTES {
+            return None;
+        }
+        let claims = self.open(raw)?;
+        let mut r = Reader(&claims);
+        if r.byte()? != KIND_SEED {
+            return None;
+        }
+        let id = r.text()?;
+        r.text()?;
+        let expires_at = r.int()?;
+        let bits = u8::try_from(r.uint()?).ok()?;
+        let fresh = !id.is_empty() && r.0.is_empty() && expires_at >= now;
+        fresh.then_some(Seed {
+            id,
+            bits,
+            expires_at,
+        })
     }
 
     /// The token a cookie holds, or None when it is oversized, forged, expired or for another
@@ -470,6 +511,29 @@ mod tests {
         assert_eq!(s.verify(&raw, 5_000), Some(Token::Ticket(t)));
         let raw = s.sign_pass(&pass()).unwrap_or_default();
         assert_eq!(s.verify(&raw, 5_000), Some(Token::Pass(pass())));
+    }
+
+    #[test]
+    fn seeds_open_in_their_room_until_they_expire_and_are_no_cookie() {
+        let s = signer("room", b"0123456789abcdef0123456789abcdef");
+        let seed = Seed {
+            id: new_visitor_id(),
+            bits: 18,
+            expires_at: 10_000,
+        };
+        let raw = s.seal_seed(&seed).unwrap_or_default();
+        assert!(raw.len() < 120, "{} bytes", raw.len());
+        assert_eq!(s.open_seed(&raw, 10_000), Some(seed.clone()));
+        assert_eq!(s.open_seed(&raw, 10_001), None, "expired");
+        let other = signer("other-room", b"0123456789abcdef0123456789abcdef");
+        assert_eq!(other.open_seed(&raw, 0), None, "another room");
+        assert_eq!(s.verify(&raw, 0), None, "a seed is no ticket");
+        let pass = s.sign_pass(&pass()).unwrap_or_default();
+        assert_eq!(s.open_seed(&pass, 0), None, "a pass is no seed");
+        let mut forged = raw.clone().into_bytes();
+        let last = forged.len() - 2;
+        forged[last] = if forged[last] == b'A' { b'B' } else { b'A' };
+        assert_eq!(s.open_seed(&String::from_utf8(forged).unwrap(), 0), None);
     }
 
     #[test]

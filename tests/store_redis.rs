@@ -83,6 +83,9 @@ impl Store for Served {
     async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64> {
         self.store.note_network(pass, network, window_ms).await
     }
+    async fn spend_seed(&self, id: &str, until: Millis) -> StoreResult<bool> {
+        self.store.spend_seed(id, until).await
+    }
     async fn report_pass_use(&self, uses: &[(String, u64)]) -> StoreResult<SharedUse> {
         self.store.report_pass_use(uses).await
     }

@@ -33,6 +33,8 @@ pub struct ConfigFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turnstile: Option<TurnstileSection>,
     #[serde(default)]
+    pub proof_of_work: ProofOfWorkSection,
+    #[serde(default)]
     pub rate_limit: RateLimitSection,
     #[serde(default)]
     pub autopilot: AutopilotSection,
@@ -284,6 +286,9 @@ pub struct EventSection {
     pub heading: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `[proof_of_work]` on or off while the event governs the room (left out: the room's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof_of_work: Option<bool>,
 }
 
 /// Three networks: a phone moving from Wi-Fi to mobile data and back to another Wi-Fi keeps its
@@ -567,6 +572,39 @@ impl Default for TurnstileSection {
             timeout: "3s".into(),
             action: "log".into(),
             on_unreachable: "allow".into(),
+        }
+    }
+}
+
+/// A self-hosted proof of work before a newcomer gets a place (core/proof.rs).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProofOfWorkSection {
+    /// On for the room; an event's `proof_of_work` decides while it governs.
+    pub enabled: bool,
+    /// Leading zero bits a solution's SHA-256 needs: 2^bits hashes on average.
+    pub difficulty_bits: u8,
+    /// How long a seed may be answered.
+    pub seed_lifetime: String,
+    /// Seeds an address gets a minute at `difficulty_bits`; each doubling beyond adds a bit.
+    /// 0: never rises.
+    pub free_seeds_per_minute: u32,
+    /// The difficulty never rises above this.
+    pub max_difficulty_bits: u8,
+}
+
+/// 2^18 = 262 144 hashes on average: about a second of a desktop browser's WebCrypto and one to
+/// three of a mid-range phone's (BENCHMARKS.md, "Proof of work").
+pub const DEFAULT_DIFFICULTY_BITS: u8 = 18;
+
+impl Default for ProofOfWorkSection {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            difficulty_bits: DEFAULT_DIFFICULTY_BITS,
+            seed_lifetime: "5m".into(),
+            free_seeds_per_minute: 4,
+            max_difficulty_bits: 24,
         }
     }
 }

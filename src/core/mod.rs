@@ -7,6 +7,7 @@ pub mod estimate;
 pub mod expiring;
 pub mod fairness;
 pub mod ip_limit;
+pub mod proof;
 pub mod queue;
 pub mod room;
 pub mod schedule;

@@ -8,7 +8,7 @@ use crate::request::view::Request;
 use crate::token::{Sighting, Ticket, new_visitor_id};
 use crate::turnstile::{self, PARKED_EPOCH, TokenError, Verification};
 
-use super::{Answer, Decided, Decision, Gate, TurnstileRule};
+use super::{Answer, Asked, Decided, Decision, Gate, TurnstileRule};
 
 /// Whether a request answers the bot challenge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +42,7 @@ impl Gate {
         Decision::Answer(Answer::Challenge {
             queued,
             estimate: self.estimate(settings, Some(queued + 1), queued + 1),
-            challenge: rule.challenge.clone(),
+            challenge: Asked::Turnstile(rule.challenge.clone()),
         })
     }
 
@@ -61,7 +61,8 @@ impl Gate {
         let holds_place = self
             .token(req)
             .is_some_and(|token| self.room.store.revoked(token.visitor()).is_none());
-        if holds_place {
+        // While a proof of work is asked, it is the price of a place: a Turnstile token is not.
+        if holds_place || self.proof_required(&self.settings()) {
             return Answered::Decided(self.visit(req, ChallengeAnswer::None).await);
         }
         let token = match turnstile::token_from_form(form) {

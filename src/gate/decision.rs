@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::clock::Millis;
 use crate::config::RoomSettings;
 use crate::core::estimate::WaitEstimate;
-use crate::observe::Outcome;
+use crate::observe::{Outcome, ProofResult};
 use crate::token::{Pass, Ticket};
 use crate::turnstile::Challenge;
 
@@ -31,18 +32,37 @@ pub enum Answer {
     Wait(Wait),
     /// The room turns visitors away (`queueing_method = "reject"`).
     Closed,
-    /// A newcomer who would queue passes the bot challenge first; nothing is stored for it.
+    /// A newcomer passes a challenge before it gets a place; nothing is stored for it.
     Challenge {
         queued: u64,
         estimate: WaitEstimate,
         /// What the page or the app shows of it.
-        challenge: Arc<Challenge>,
+        challenge: Asked,
     },
     /// A new ticket refused by the per-address limit, or a pass holder over its request rate.
     Limited { retry_after_secs: u64, limit: Limit },
     /// The visitor's pass was revoked because it was used from too many networks: told why,
     /// its cookie cleared (its next request starts over, like anyone's).
     Shared,
+}
+
+/// The challenge a newcomer is asked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Asked {
+    /// Cloudflare Turnstile's widget (`[turnstile]`), before a place in line.
+    Turnstile(Arc<Challenge>),
+    /// A proof of work (`[proof_of_work]`), before any place.
+    ProofOfWork(ProofAsked),
+}
+
+/// A seed to solve, and why the last answer was refused, if it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProofAsked {
+    /// Sealed (`Signer::seal_seed`): the string a solver hashes with its nonce.
+    pub seed: String,
+    pub difficulty_bits: u8,
+    pub expires_at: Millis,
+    pub refused: Option<ProofResult>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

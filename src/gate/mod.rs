@@ -10,6 +10,7 @@
 mod challenge;
 mod decision;
 mod newcomer;
+mod proof;
 mod standing;
 #[cfg(test)]
 mod tests;
@@ -18,7 +19,8 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 pub use challenge::{Answered, ChallengeAnswer};
-pub use decision::{Answer, Decided, Decision, Forward, Limit, Shown, Wait};
+pub use decision::{Answer, Asked, Decided, Decision, Forward, Limit, ProofAsked, Shown, Wait};
+pub use proof::{ProofAnswered, ProofRule};
 pub use standing::{Watch, Watched};
 
 use crate::clock::Millis;
@@ -52,8 +54,10 @@ pub struct GateRules {
     pub cookie_name: String,
     pub on_store_error: OnStoreError,
     pub ip_limits: IpLimits,
-    /// `[turnstile]`: newcomers pass a challenge before they get a place.
+    /// `[turnstile]`: newcomers pass a challenge before they get a place in line.
     pub turnstile: Option<TurnstileRule>,
+    /// `[proof_of_work]`: newcomers solve a seed before they get any place, when it is on.
+    pub proof: ProofRule,
 }
 
 /// `[turnstile]` as the gate holds it: what verifies an answer, and what a page or an app is

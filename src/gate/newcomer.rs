@@ -43,6 +43,11 @@ impl Gate {
             }
             QueueingMethod::Fifo | QueueingMethod::Random | QueueingMethod::Lottery => {}
         }
+        // No place without a proof of work while it is on: not a pass given at once, not a
+        // place in line. A ticket whose place was lost paid for it already.
+        if restore.is_none() && answer == ChallengeAnswer::None && self.proof_required(settings) {
+            return self.proof_challenge(settings, req, None);
+        }
         // Every new place counts against its address, whether it is a place in line or a pass
         // given at once: else one address takes a room that has space by plain requests. A
         // returning ticket counts like a new one: a ticket that lost its place (the store lost
@@ -125,11 +130,8 @@ impl Gate {
         if self.rules.ip_limits.is_off() {
             return Ok(None);
         }
-        let key = match req.client_ip {
-            Some(ip) => limit_key(ip, self.rules.ip_limits.ipv6_prefix),
-            // Never the balancer's address: that would put everyone behind it in one budget.
-            None if req.unparsed_client => UNPARSED_LIMIT_KEY.to_owned(),
-            None => return Ok(None),
+        let Some(key) = self.address_key(req) else {
+            return Ok(None);
         };
         let claimed = self
             .room
@@ -159,6 +161,17 @@ impl Gate {
             retry_after_secs,
             limit,
         })))
+    }
+
+    /// What the per-address budgets count a request under: its address (IPv6 by its network),
+    /// a shared key for addresses that could not be read, or None without an address.
+    pub(super) fn address_key(&self, req: &Request<'_>) -> Option<String> {
+        match req.client_ip {
+            Some(ip) => Some(limit_key(ip, self.rules.ip_limits.ipv6_prefix)),
+            // Never the balancer's address: that would put everyone behind it in one budget.
+            None if req.unparsed_client => Some(UNPARSED_LIMIT_KEY.to_owned()),
+            None => None,
+        }
     }
 
     /// The store cannot be reached for a visitor who holds no pass.

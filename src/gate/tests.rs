@@ -116,6 +116,10 @@ impl Store for Flaky {
         self.check()?;
         self.inner.note_network(pass, network, window_ms).await
     }
+    async fn spend_seed(&self, id: &str, until: Millis) -> StoreResult<bool> {
+        self.check()?;
+        self.inner.spend_seed(id, until).await
+    }
     async fn report_pass_use(
         &self,
         uses: &[(String, u64)],
@@ -229,6 +233,7 @@ fn bench(room: &str, rest: &str) -> Bench {
                     verifier,
                 }
             }),
+            proof: ProofRule::new(config.proof_of_work),
         },
     );
     let admission = AdmissionLoop::new(

@@ -80,6 +80,41 @@ impl ChallengeResult {
     }
 }
 
+/// What became of a proof-of-work answer, as `waitroom_proofs_total{result}` counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProofResult {
+    /// A fresh seed of this room, solved: a place (or the per-address limit's refusal).
+    Passed,
+    /// The nonce does not solve the seed.
+    Wrong,
+    /// Not a seed of this room, or past its lifetime.
+    Expired,
+    /// Solved, but the seed was spent already (a replay, on this instance or another).
+    Spent,
+    /// No seed or nonce in the form.
+    Malformed,
+}
+
+impl ProofResult {
+    pub const ALL: [ProofResult; 5] = [
+        ProofResult::Passed,
+        ProofResult::Wrong,
+        ProofResult::Expired,
+        ProofResult::Spent,
+        ProofResult::Malformed,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ProofResult::Passed => "passed",
+            ProofResult::Wrong => "wrong",
+            ProofResult::Expired => "expired",
+            ProofResult::Spent => "spent",
+            ProofResult::Malformed => "malformed",
+        }
+    }
+}
+
 /// Every `kind` of `waitroom_upstream_errors_total`, in the order of [`UpstreamFailure`].
 pub const UPSTREAM_ERROR_KINDS: [&str; 5] = ["connect", "tls", "timeout", "status", "resolve"];
 

@@ -2,7 +2,8 @@
 //! family labelled with the room, each room's series resolved once (`Metrics`).
 
 use super::labels::{
-    ChallengeResult, ORIGIN_CLASSES, Outcome, StreamRefusal, UpgradeRefusal, UpstreamFailure,
+    ChallengeResult, ORIGIN_CLASSES, Outcome, ProofResult, StreamRefusal, UpgradeRefusal,
+    UpstreamFailure,
 };
 use prometheus::{
     Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
@@ -37,6 +38,8 @@ pub const NAMES: &[&str] = &[
     "waitroom_order_tau",
     "waitroom_turnstile_verifications_total",
     "waitroom_turnstile_parked_total",
+    "waitroom_proofs_total",
+    "waitroom_proof_seeds_total",
     "waitroom_autopilot_total_active_users",
     "waitroom_autopilot_new_users_per_minute",
     "waitroom_origin_inflight",
@@ -98,6 +101,9 @@ pub struct Metrics {
     pub order_tau: Gauge,
     turnstile_verifications: [IntCounter; 4],
     pub turnstile_parked: IntCounter,
+    proofs: [IntCounter; 5],
+    /// Proof-of-work seeds handed out (each a challenge shown; nothing stored for it).
+    pub proof_seeds: IntCounter,
     /// The limits in force (the autopilot's setpoint, or the room's own when it is off).
     pub autopilot_total_active_users: IntGauge,
     pub autopilot_new_users_per_minute: IntGauge,
@@ -166,6 +172,8 @@ pub struct MetricsRegistry {
     order_tau: GaugeVec,
     turnstile_verifications: IntCounterVec,
     turnstile_parked: IntCounterVec,
+    proofs: IntCounterVec,
+    proof_seeds: IntCounterVec,
     autopilot_total_active_users: IntGaugeVec,
     autopilot_new_users_per_minute: IntGaugeVec,
     origin_inflight: IntGaugeVec,
@@ -342,6 +350,17 @@ impl MetricsRegistry {
                 "Visitors who failed the challenge, parked in a line that never admits them",
                 room,
             ),
+            proofs: counter(
+                "waitroom_proofs_total",
+                "Proof-of-work answers posted, by result (passed, wrong, expired, spent, \
+                 malformed)",
+                &["room", "result"],
+            ),
+            proof_seeds: counter(
+                "waitroom_proof_seeds_total",
+                "Proof-of-work seeds handed out to newcomers",
+                room,
+            ),
             autopilot_total_active_users: gauge(
                 "waitroom_autopilot_total_active_users",
                 "total_active_users in force: the autopilot's, or the room's own when it is off",
@@ -438,6 +457,8 @@ impl MetricsRegistry {
                     .with_label_values(&with(r.label()))
             }),
             turnstile_parked: self.turnstile_parked.with_label_values(&[id]),
+            proofs: ProofResult::ALL.map(|r| self.proofs.with_label_values(&with(r.label()))),
+            proof_seeds: self.proof_seeds.with_label_values(&[id]),
             autopilot_total_active_users: self
                 .autopilot_total_active_users
                 .with_label_values(&[id]),
@@ -474,6 +495,10 @@ impl Metrics {
 
     pub fn challenge(&self, result: ChallengeResult) {
         self.turnstile_verifications[result as usize].inc();
+    }
+
+    pub fn proof(&self, result: ProofResult) {
+        self.proofs[result as usize].inc();
     }
 
     pub fn upstream_error(&self, kind: UpstreamFailure) {

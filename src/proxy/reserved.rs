@@ -3,7 +3,7 @@
 
 use pingora_proxy::Session;
 
-use crate::gate::{Answered, ChallengeAnswer};
+use crate::gate::{Answered, ChallengeAnswer, ProofAnswered};
 use crate::request::client::ClientAddress;
 use crate::request::view::{Canonical, Request, Reserved};
 use crate::respond::Responder;
@@ -80,6 +80,14 @@ impl WaitroomProxy {
                     &serde_json::json!({ "error": "the challenge cannot be checked now: try again" }),
                 ),
                 Answered::Decided(decided) => front.responder.status(&decided),
+            },
+            Reserved::Proof => match front.gate.answer_proof(&request, &body).await {
+                ProofAnswered::Decided(decided) => front.responder.status(&decided),
+                // The status JSON with a new seed, as 403: the answer did not count.
+                ProofAnswered::Refused(decided) => Reply {
+                    status: 403,
+                    ..front.responder.status(&decided)
+                },
             },
             Reserved::Events => {
                 let watch = front.gate.watch(&request);

@@ -108,6 +108,8 @@ pub enum Reserved {
     Leave,
     /// `POST /__waitroom/turnstile`: the answer to the bot challenge.
     Turnstile,
+    /// `POST /__waitroom/proof`: a proof of work's solution (`seed`, `nonce`).
+    Proof,
     /// Anything else under the prefix: 404.
     Unknown,
 }
@@ -122,6 +124,7 @@ impl Reserved {
             "events" => Reserved::Events,
             "leave" => Reserved::Leave,
             "turnstile" => Reserved::Turnstile,
+            "proof" => Reserved::Proof,
             _ => Reserved::Unknown,
         })
     }
@@ -132,6 +135,7 @@ impl Reserved {
             Reserved::Events => "/__waitroom/events",
             Reserved::Leave => "/__waitroom/leave",
             Reserved::Turnstile => "/__waitroom/turnstile",
+            Reserved::Proof => "/__waitroom/proof",
             Reserved::Unknown => RESERVED_PREFIX,
         }
     }
@@ -149,7 +153,7 @@ impl Reserved {
     pub fn method(self) -> Option<http::Method> {
         match self {
             Reserved::Status | Reserved::Events => Some(http::Method::GET),
-            Reserved::Leave | Reserved::Turnstile => Some(http::Method::POST),
+            Reserved::Leave | Reserved::Turnstile | Reserved::Proof => Some(http::Method::POST),
             Reserved::Unknown => None,
         }
     }

@@ -6,7 +6,7 @@
 use ramhorns::{Content, Template};
 
 use crate::config::model::PageTemplate;
-use crate::respond::status::StatusBody;
+use crate::respond::status::{ChallengeBody, ProofOfWorkBody, StatusBody};
 
 /// A compiled page template, shared by every request.
 #[derive(Debug)]
@@ -87,6 +87,18 @@ pub struct PageVariables<'a> {
     /// The bot challenge widget (raw HTML, `{{{turnstile}}}`): empty unless the visitor must pass
     /// the challenge before it gets a place.
     turnstile: &'a str,
+    /// The proof of work's ready solver (raw HTML, `{{{proofOfWork}}}`) and its parts, for a
+    /// template with a solver of its own: empty unless a proof is due.
+    #[ramhorns(rename = "proofOfWork")]
+    proof_of_work: &'a str,
+    #[ramhorns(rename = "proofOfWorkSeed")]
+    proof_of_work_seed: &'a str,
+    #[ramhorns(rename = "proofOfWorkDifficultyBits")]
+    proof_of_work_difficulty_bits: Option<u8>,
+    #[ramhorns(rename = "proofOfWorkExpires")]
+    proof_of_work_expires: &'a str,
+    #[ramhorns(rename = "proofOfWorkUrl")]
+    proof_of_work_url: &'a str,
     /// Always false: a parked visitor's page must look like anyone's.
     #[ramhorns(rename = "infiniteQueue")]
     infinite_queue: bool,
@@ -101,6 +113,12 @@ impl<'a> PageVariables<'a> {
     /// Cloudflare's values as in the JSON (its English wording included), plus ours.
     pub fn new(status: &'a StatusBody, position: Option<u64>, room_name: &'a str) -> Self {
         let cf = &status.cf;
+        let (turnstile, proof) = match &status.waitroom.challenge {
+            Some(ChallengeBody::Turnstile(t)) => (&*t.widget, None),
+            Some(ChallengeBody::ProofOfWork(p)) => ("", Some(p)),
+            None => ("", None),
+        };
+        let proof_text = |f: fn(&ProofOfWorkBody) -> &str| proof.map_or("", f);
         PageVariables {
             in_waiting_room: cf.in_waiting_room,
             wait_time_known: cf.wait_time_known,
@@ -129,7 +147,12 @@ impl<'a> PageVariables<'a> {
             wait_time_hour_minutes: cf.wait_time % 60,
             time_until_event_start_hours: cf.time_until_event_start / 60,
             time_until_event_start_hour_minutes: cf.time_until_event_start % 60,
-            turnstile: status.waitroom.challenge.as_ref().map_or("", |c| &c.widget),
+            turnstile,
+            proof_of_work: proof_text(|p| &p.widget),
+            proof_of_work_seed: proof_text(|p| &p.seed),
+            proof_of_work_difficulty_bits: proof.map(|p| p.difficulty_bits),
+            proof_of_work_expires: proof_text(|p| &p.expires),
+            proof_of_work_url: proof_text(|p| &p.url),
             infinite_queue: false,
             position,
             queued: status.waitroom.queued,
@@ -187,7 +210,7 @@ mod tests {
                 .lines()
                 .find(|l| l.starts_with(&format!("{v}=")))
                 .unwrap_or_else(|| panic!("{v} missing in {html}"));
-            if v != "turnstile" {
+            if v != "turnstile" && !v.starts_with("proofOfWork") {
                 assert!(!line.ends_with("=[]"), "{v} is empty");
             }
         }
@@ -235,14 +258,14 @@ mod tests {
         let (page, _) = compile("[{{{turnstile}}}]{{^infiniteQueue}}.{{/infiniteQueue}}").unwrap();
         let mut body = status(WaitEstimate::Unknown, 1);
         assert_eq!(page.render(&PageVariables::new(&body, None, "r")), "[].");
-        body.waitroom.challenge = Some(crate::turnstile::Challenge {
+        body.waitroom.challenge = Some(ChallengeBody::Turnstile(crate::turnstile::Challenge {
             provider: "turnstile",
             site_key: "k".into(),
             mode: "invisible",
             url: "/__waitroom/turnstile".into(),
             field: "cf-turnstile-response",
             widget: "<div class=\"cf-turnstile\"></div>".into(),
-        });
+        }));
         assert_eq!(
             page.render(&PageVariables::new(&body, None, "r")),
             "[<div class=\"cf-turnstile\"></div>]."

@@ -24,6 +24,10 @@ pub struct Texts {
     pub challenge_heading: &'static str,
     pub challenge_message: &'static str,
     pub challenge_retry: &'static str,
+    /// The proof of work shown instead of a place (`[proof_of_work]`), and what a browser
+    /// without JavaScript or WebCrypto (plain HTTP) is told.
+    pub proof_message: &'static str,
+    pub proof_needs_script: &'static str,
     pub place_label: &'static str,
     pub number_before: &'static str,
     pub number_after: &'static str,
@@ -304,6 +308,8 @@ mod tests {
                 assert_ne!(t.heading, EN_US.heading, "{locale:?} is translated");
                 assert_ne!(t.estimated_wait, EN_US.estimated_wait, "{locale:?}");
                 assert_ne!(t.challenge_message, EN_US.challenge_message, "{locale:?}");
+                assert_ne!(t.proof_message, EN_US.proof_message, "{locale:?}");
+                assert_ne!(t.proof_needs_script, EN_US.proof_needs_script, "{locale:?}");
             }
         }
     }

@@ -6,6 +6,7 @@ pub mod cookies;
 pub mod custom_page;
 pub mod locale;
 pub mod page;
+pub mod proof;
 pub mod reply;
 pub mod status;
 
@@ -14,18 +15,17 @@ use std::sync::Arc;
 use crate::clock::{SharedClock, rfc3339_ms};
 use crate::config::model::{Branding, RoomConfig};
 use crate::config::{QueueingMethod, RoomSettings};
-use crate::gate::{Answer, Decided, Decision, Forward, Limit, Shown, Wait, Watched};
+use crate::gate::{Answer, Asked, Decided, Decision, Forward, Limit, Shown, Wait, Watched};
 use crate::language::{Locale, PageLanguage};
 use crate::request::view::{Request, Reserved};
 use crate::room::Room;
 use crate::store::StoreError;
-use crate::turnstile::Challenge;
 use cookies::CookieJar;
 use custom_page::{CustomPage, PageVariables};
 pub use page::Failure;
 use page::{ChallengeView, ClosedView, Countdown, ErrorView, Look, WaitingView};
 use reply::Reply;
-use status::StatusBody;
+use status::{ChallengeBody, ProofOfWorkBody, StatusBody};
 
 /// How the visitor asked to be answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +44,8 @@ pub struct Responder {
     cookies: CookieJar,
     /// Where the waiting page's script follows the line (the room named when there are several).
     status_url: String,
+    /// Where a proof of work's answer goes.
+    proof_url: String,
     clock: SharedClock,
 }
 
@@ -67,6 +69,7 @@ impl Responder {
             custom_page,
             cookies,
             status_url: Reserved::Status.url(named),
+            proof_url: Reserved::Proof.url(named),
             clock: room.clock.clone(),
         })
     }
@@ -245,7 +248,7 @@ impl Responder {
         settings: &RoomSettings,
         queued: u64,
         estimate: crate::core::estimate::WaitEstimate,
-        challenge: &Challenge,
+        challenge: &Asked,
         format: Format,
     ) -> Reply {
         let standing = Shown::Waiting {
@@ -254,13 +257,28 @@ impl Responder {
             estimate,
         };
         let mut body = StatusBody::new(settings, standing, self.clock.now_ms());
+        let challenge = match challenge {
+            Asked::Turnstile(turnstile) => ChallengeBody::Turnstile((**turnstile).clone()),
+            Asked::ProofOfWork(asked) => {
+                let mut proof = ProofOfWorkBody::new(asked, &self.proof_url);
+                if let Format::Page(locale) = format {
+                    proof.widget = proof::widget(&proof, locale);
+                }
+                ChallengeBody::ProofOfWork(proof)
+            }
+        };
         body.waitroom.challenge = Some(challenge.clone());
         self.page(settings, format, &body, None, |locale| {
+            let (message, widget) = match &challenge {
+                ChallengeBody::Turnstile(t) => (locale.texts().challenge_message, &*t.widget),
+                ChallengeBody::ProofOfWork(p) => (locale.texts().proof_message, p.widget.as_str()),
+            };
             page::render_challenge(&ChallengeView {
                 look: &self.look,
                 locale,
                 room_name: &settings.name,
-                widget: &challenge.widget,
+                message,
+                widget,
             })
         })
     }

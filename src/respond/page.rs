@@ -95,13 +95,16 @@ pub struct ClosedView<'a> {
     pub room_name: &'a str,
 }
 
-/// The bot challenge a newcomer passes before it gets a place (`[turnstile]`).
+/// The challenge a newcomer passes before it gets a place (`[turnstile]`, `[proof_of_work]`).
 #[derive(Debug, Clone)]
 pub struct ChallengeView<'a> {
     pub look: &'a Look,
     pub locale: Locale,
     pub room_name: &'a str,
-    /// The Turnstile widget and its script (`turnstile::widget_html`), inserted as it is.
+    /// What the page says the challenge is for (the locale's text for it).
+    pub message: &'static str,
+    /// The Turnstile widget (`turnstile::widget_html`) or the proof of work's solver
+    /// (`respond::proof::widget`), inserted as it is.
     pub widget: &'a str,
 }
 
@@ -230,7 +233,8 @@ pub fn render_closed(view: &ClosedView) -> Result<String, askama::Error> {
     .render()
 }
 
-/// The one page with an external script: Cloudflare's Turnstile (the widget cannot be inlined).
+/// The page that asks for a challenge: Cloudflare's Turnstile (an external script: the widget
+/// cannot be inlined) or the proof of work (inline).
 pub fn render_challenge(view: &ChallengeView) -> Result<String, askama::Error> {
     let b = &view.look.branding;
     let t = view.locale.texts();
@@ -239,7 +243,7 @@ pub fn render_challenge(view: &ChallengeView) -> Result<String, askama::Error> {
         lang: view.locale.tag(),
         theme: &view.look.theme,
         heading: t.challenge_heading,
-        message: t.challenge_message,
+        message: view.message,
         retry: t.challenge_retry,
         widget: view.widget,
         footer: t.footer.replace("{room}", view.room_name),
@@ -675,6 +679,7 @@ mod tests {
             look: &b,
             locale: Locale::DeDe,
             room_name: "sneaker-drop",
+            message: Locale::DeDe.texts().challenge_message,
             widget: &widget,
         };
         let html = render_challenge(&view)?;

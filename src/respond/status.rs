@@ -8,7 +8,7 @@ use crate::clock::{Millis, rfc3339_ms};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::core::estimate::{WaitEstimate, minutes_ceil};
 use crate::core::schedule::Phase;
-use crate::gate::Shown;
+use crate::gate::{ProofAsked, Shown};
 use crate::language::Locale;
 use crate::turnstile::Challenge;
 
@@ -55,9 +55,52 @@ pub struct WaitroomExtras {
     /// The scheduled event governing the room, for an exact countdown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<EventExtras>,
-    /// Set while the visitor must pass a bot challenge before it gets a place.
+    /// Set while the visitor must pass a challenge before it gets a place.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub challenge: Option<Challenge>,
+    pub challenge: Option<ChallengeBody>,
+}
+
+/// The challenge a newcomer must pass, as apps and pages read it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum ChallengeBody {
+    Turnstile(Challenge),
+    ProofOfWork(ProofOfWorkBody),
+}
+
+/// `"waitroom": {"challenge": {"kind": "proof_of_work", ...}}`: a nonce solves `seed` when
+/// SHA-256 of the bytes of `seed` then the nonce (a decimal string) starts with at least
+/// `difficulty_bits` zero bits; the answer is a form POST of `seed` and `nonce` to `url`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProofOfWorkBody {
+    pub kind: &'static str,
+    pub algorithm: &'static str,
+    pub seed: String,
+    pub difficulty_bits: u8,
+    /// RFC 3339: the answer must arrive before.
+    pub expires: String,
+    pub url: String,
+    /// Why the last answer was refused: wrong, expired, spent or malformed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<&'static str>,
+    /// The ready solver for a page (`respond::proof::widget`); the JSON has the parts above.
+    #[serde(skip)]
+    pub widget: String,
+}
+
+impl ProofOfWorkBody {
+    pub fn new(asked: &ProofAsked, url: &str) -> Self {
+        Self {
+            kind: "proof_of_work",
+            algorithm: "sha256",
+            seed: asked.seed.clone(),
+            difficulty_bits: asked.difficulty_bits,
+            expires: rfc3339_ms(asked.expires_at),
+            url: url.to_owned(),
+            refused: asked.refused.map(|r| r.label()),
+            widget: String::new(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]

@@ -8,7 +8,7 @@ use super::start::StartError;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::config::model::RoomConfig;
-use crate::gate::{Gate, GateRules, TurnstileRule};
+use crate::gate::{Gate, GateRules, ProofRule, TurnstileRule};
 use crate::observe::MetricsRegistry;
 use crate::proxy::Front;
 use crate::request::view::Reserved;
@@ -89,6 +89,7 @@ pub(super) fn assemble(
                 verifier: verifier.clone(),
                 challenge: Arc::new(verifier.challenge(&Reserved::Turnstile.url(named))),
             }),
+            proof: ProofRule::new(config.proof_of_work),
         },
     ));
     let room_loop = Arc::new(RoomLoop::new(room.clone()));

@@ -46,6 +46,8 @@ struct Inner {
     uses: UseCounts,
     /// Passes revoked for sharing, until they are no longer refused (the room keeps the rest).
     shared: ExpiringSet,
+    /// Proof-of-work seeds spent, until they expire (an expired seed is refused unopened).
+    spent_seeds: ExpiringSet,
     autopilot: AutopilotState,
     /// By `started_at`.
     windows: BTreeMap<Millis, KeptWindow>,
@@ -85,6 +87,7 @@ impl MemoryStore {
                 networks: NetworkLedger::default(),
                 uses: UseCounts::default(),
                 shared: ExpiringSet::default(),
+                spent_seeds: ExpiringSet::default(),
                 autopilot: AutopilotState::default(),
                 windows: BTreeMap::new(),
             }),
@@ -198,6 +201,18 @@ impl Store for MemoryStore {
 
     async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64> {
         Ok(self.with(|s, now| s.networks.note(pass, network, window_ms, now)))
+    }
+
+    async fn spend_seed(&self, id: &str, until: Millis) -> StoreResult<bool> {
+        Ok(self.with(|s, now| {
+            // A seed opens until its expiry included (`Signer::open_seed`): spent until then too.
+            s.spent_seeds.take_expired(now.saturating_sub(1));
+            if s.spent_seeds.contains(id) {
+                return false;
+            }
+            s.spent_seeds.set(id, until);
+            true
+        }))
     }
 
     async fn report_pass_use(&self, uses: &[(String, u64)]) -> StoreResult<SharedUse> {

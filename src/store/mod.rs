@@ -191,6 +191,10 @@ pub trait Store: Send + Sync + 'static {
     /// networks it was used from within the last `window_ms` (a session), on every instance.
     async fn note_network(&self, pass: &str, network: &str, window_ms: Millis) -> StoreResult<u64>;
 
+    /// Spends a proof-of-work seed (its id) until `until`: true the first time on any instance,
+    /// false for a seed already spent, so one solution never yields a second place.
+    async fn spend_seed(&self, id: &str, until: Millis) -> StoreResult<bool>;
+
     /// `pass.max_requests_per_minute` as one budget over every instance: adds `uses` (each pass
     /// and the requests this instance served of it since its last report) to the room's count
     /// of the current minute, and answers that minute and, for each pass in `uses`' order, the

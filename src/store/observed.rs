@@ -76,6 +76,10 @@ impl Store for Observed {
         self.noted(self.inner.keep_alive(ids, limits).await)
     }
 
+    async fn spend_seed(&self, id: &str, until: Millis) -> StoreResult<bool> {
+        self.noted(self.inner.spend_seed(id, until).await)
+    }
+
     async fn claim_ticket(
         &self,
         ip: &str,

@@ -313,6 +313,29 @@ pub async fn a_pass_counts_its_networks_within_a_session<S: Store>(
     );
 }
 
+/// A proof-of-work seed is spent once, however often its answer comes back; spending one seed
+/// spends no other; a spent seed is forgotten once it has expired (its answer is refused
+/// unopened from then on).
+pub async fn a_seed_is_spent_once<S: Store>(store: S, clock: Arc<ManualClock>) {
+    let until = clock.now_ms() + 120_000;
+    assert!(store.spend_seed("s1", until).await.unwrap());
+    assert!(!store.spend_seed("s1", until).await.unwrap(), "spent");
+    assert!(!store.spend_seed("s1", until + 60_000).await.unwrap());
+    assert!(store.spend_seed("s2", until).await.unwrap());
+    clock.advance(Duration::from_secs(120));
+    assert!(
+        !store.spend_seed("s1", until).await.unwrap(),
+        "until its expiry"
+    );
+    clock.advance(Duration::from_secs(61));
+    assert!(
+        store
+            .spend_seed("s1", clock.now_ms() + 1_000)
+            .await
+            .unwrap()
+    );
+}
+
 /// The instances' reports of a pass's requests add up by minute: each report answers every
 /// instance's count of this minute and of the one before; older minutes are forgotten.
 pub async fn pass_use_adds_up_by_minute_over_instances<S: Store>(
@@ -1006,7 +1029,8 @@ macro_rules! store_conformance {
             the_pause_switch_is_kept_apart_from_the_record,
             a_pass_revoked_for_sharing_says_why,
             a_pass_counts_its_networks_within_a_session,
-            pass_use_adds_up_by_minute_over_instances
+            pass_use_adds_up_by_minute_over_instances,
+            a_seed_is_spent_once
         );
     };
     (@each $make:expr; $($name:ident),+) => {

@@ -10,6 +10,7 @@ mod origin;
 mod page;
 pub mod page_template;
 mod pass;
+mod proof;
 mod rate_limit;
 mod room;
 mod rooms;
@@ -35,6 +36,7 @@ pub use page::Branding;
 pub use page_template::PageTemplate;
 pub(crate) use pass::same_site;
 pub use pass::{PassConfig, SameSite};
+pub use proof::ProofOfWorkConfig;
 pub(crate) use room::check_room_id;
 pub use room::{
     EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch, merge_patch_named, new_event,
@@ -131,6 +133,8 @@ pub struct Config {
     pub admin_ready_requires_store: bool,
     /// `[turnstile]`, when a challenge is on.
     pub turnstile: Option<TurnstileConfig>,
+    /// `[proof_of_work]`, on or off (an event may turn it on for its time only).
+    pub proof_of_work: ProofOfWorkConfig,
     /// The effective file (defaults filled in, environment applied), for `--test`.
     pub file: ConfigFile,
     /// The file this was loaded from: reloads read it again.
@@ -169,6 +173,7 @@ const PLAIN_SECTIONS: &[&str] = &[
     "page",
     "log",
     "turnstile",
+    "proof_of_work",
     "rate_limit",
     "autopilot",
 ];
@@ -367,6 +372,7 @@ impl Config {
             &mut errors,
             turnstile::turnstile(&mut file.turnstile, env, &mut warnings),
         );
+        let proof_of_work = keep(&mut errors, proof::proof_of_work(&file.proof_of_work));
         if let (Some(admin), Some(listen)) = (&admin_address, &listen)
             && *admin == listen.address
         {
@@ -387,6 +393,7 @@ impl Config {
             Some(rate_limit),
             Some(admin_address),
             Some(turnstile),
+            Some(proof_of_work),
         ) = (
             pass_secret,
             admin_token,
@@ -399,6 +406,7 @@ impl Config {
             rate_limit,
             admin_address,
             turnstile,
+            proof_of_work,
         )
         else {
             return Err(ConfigError::all(errors));
@@ -431,6 +439,7 @@ impl Config {
             admin_token,
             admin_ready_requires_store: file.admin.ready_requires_store,
             turnstile,
+            proof_of_work,
             file,
             source: None,
             dev,

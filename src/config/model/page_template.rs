@@ -11,7 +11,7 @@ use crate::config::file::PageSection;
 
 /// Every name the proxy fills: Cloudflare's cfWaitingRoom fields, the starter template's derived
 /// values, `turnstile` and `infiniteQueue`, then ours (empty at Cloudflare's edge).
-pub const VARIABLES: [&str; 32] = [
+pub const VARIABLES: [&str; 37] = [
     "inWaitingRoom",
     "waitTimeKnown",
     "waitTime",
@@ -44,6 +44,11 @@ pub const VARIABLES: [&str; 32] = [
     "position",
     "queued",
     "roomName",
+    "proofOfWork",
+    "proofOfWorkSeed",
+    "proofOfWorkDifficultyBits",
+    "proofOfWorkExpires",
+    "proofOfWorkUrl",
 ];
 
 /// ramhorns keeps at most this many sections open at once.

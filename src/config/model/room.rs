@@ -78,6 +78,8 @@ pub struct RoomEvent {
     pub queueing_method: Option<QueueingMethod>,
     pub heading: Option<String>,
     pub message: Option<String>,
+    /// `[proof_of_work]` on or off while the event governs; None: the room's.
+    pub proof_of_work: Option<bool>,
 }
 
 impl RoomEvent {
@@ -148,6 +150,7 @@ impl RoomEvent {
             queueing_method,
             heading: e.heading.clone(),
             message: e.message.clone(),
+            proof_of_work: e.proof_of_work,
         })
     }
 }
@@ -161,6 +164,7 @@ pub struct EventNow {
     pub shuffle_at_event_start: bool,
     pub heading: Option<String>,
     pub message: Option<String>,
+    pub proof_of_work: Option<bool>,
 }
 
 /// The room's live settings: replaced whole when the admin API or the store changes them.
@@ -355,6 +359,7 @@ impl RoomSettings {
                 shuffle_at_event_start: event.shuffle_at_event_start,
                 heading: event.heading.clone(),
                 message: event.message.clone(),
+                proof_of_work: event.proof_of_work,
             });
         }
         (effective, schedule::next_change(&times, now))
@@ -473,6 +478,7 @@ pub fn new_event(
         queueing_method: None,
         heading: None,
         message: None,
+        proof_of_work: None,
     };
     match serde_json::from_value(body.clone()) {
         Ok(event) => Ok(event),

@@ -158,7 +158,8 @@ impl Calls {
         let mut conn = self.conn.clone();
         // Not retried on a broken connection: a claim that ran twice would count twice, and the
         // gate treats a failed claim like a failed join anyway; a pass's network is reported
-        // again by its next request; pass use counted twice would cost the pass twice.
+        // again by its next request; pass use counted twice would cost the pass twice; a seed
+        // spent twice would answer "spent" to the visitor who spent it (it asks for a new one).
         let value = within(self.command_timeout, inv.invoke_async::<Value>(&mut conn))
             .await
             .map_err(|e| e.in_script(script))?;

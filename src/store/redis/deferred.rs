@@ -157,6 +157,10 @@ impl Store for DeferredRedisStore {
         self.store()?.note_network(pass, network, window_ms).await
     }
 
+    async fn spend_seed(&self, id: &str, until: Millis) -> StoreResult<bool> {
+        self.store()?.spend_seed(id, until).await
+    }
+
     async fn report_pass_use(&self, uses: &[(String, u64)]) -> StoreResult<SharedUse> {
         self.store()?.report_pass_use(uses).await
     }

@@ -136,6 +136,8 @@ pub struct RedisStore {
     nets_prefix: String,
     /// A minute's pass use is `{uses_prefix}<minute>`, in the room's hash slot.
     uses_prefix: String,
+    /// A spent proof-of-work seed is `{seed_prefix}<id>`, in the room's hash slot.
+    seed_prefix: String,
     queue_key: String,
     /// The autopilot's hash: the leader's record and the pause switch.
     autopilot_key: String,
@@ -217,6 +219,7 @@ impl RedisStore {
             ip_prefix: format!("{base}ip:"),
             nets_prefix: format!("{base}nets:"),
             uses_prefix: format!("{base}uses:"),
+            seed_prefix: format!("{base}seed:"),
             queue_key: format!("{base}queue"),
             autopilot_key: format!("{base}autopilot"),
             window_prefix: format!("{base}autopilot:w:"),
@@ -355,6 +358,15 @@ impl Store for RedisStore {
         let mut r = self.calls.standalone("note_network", &inv).await?;
         let count = r.int()?;
         u64::try_from(count).map_err(|_| corrupt("note_network", format!("count {count}")))
+    }
+
+    async fn spend_seed(&self, id: &str, until: Millis) -> StoreResult<bool> {
+        let mut inv = self.calls.scripts.spend_seed.prepare_invoke();
+        inv.key(format!("{}{id}", self.seed_prefix))
+            .arg(self.calls.time.script_now())
+            .arg(until);
+        let mut r = self.calls.standalone("spend_seed", &inv).await?;
+        r.flag()
     }
 
     async fn report_pass_use(&self, uses: &[(String, u64)]) -> StoreResult<SharedUse> {

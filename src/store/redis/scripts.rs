@@ -49,6 +49,8 @@ pub(super) struct Scripts {
     pub(super) note_network: Script,
     /// Pass use by minute: a hash a minute (`{base}uses:<minute>`, in the room's hash slot).
     pub(super) report_pass_use: Script,
+    /// A spent proof-of-work seed: its own key (`{base}seed:<id>`, in the room's hash slot).
+    pub(super) spend_seed: Script,
 }
 
 impl Scripts {
@@ -78,6 +80,7 @@ impl Scripts {
             claim_ticket: Script::new(include_str!("../lua/claim_ticket.lua")),
             note_network: Script::new(include_str!("../lua/note_network.lua")),
             report_pass_use: Script::new(include_str!("../lua/report_pass_use.lua")),
+            spend_seed: Script::new(include_str!("../lua/spend_seed.lua")),
         }
     }
 }
