@@ -94,7 +94,7 @@ function tomlSection(name, obj) {
  * Starts the stub shop and `$WAITROOM_BIN --config FILE` on free ports; resolves once both
  * listeners of the proxy accept. `listen`, `room` and `page` override keys of those sections.
  */
-async function startRoom({ listen: listenKeys = {}, room = {}, page = {} } = {}) {
+async function startRoom({ listen: listenKeys = {}, room = {}, page = {}, sections = {} } = {}) {
   if (!fs.existsSync(BIN)) {
     throw new Error(`no proxy binary at ${BIN}: build it (cargo build) or set WAITROOM_BIN`);
   }
@@ -125,6 +125,8 @@ async function startRoom({ listen: listenKeys = {}, room = {}, page = {} } = {})
     tomlSection('pass', { secret: SECRET, cookie_secure: false }),
     tomlSection('admin', { address: `127.0.0.1:${admin}`, token: ADMIN_TOKEN }),
     tomlSection('page', { title: 'Sneaker drop', ...page }),
+    // More top-level sections, e.g. { proof_of_work: { enabled: true } }.
+    ...Object.entries(sections).map(([name, keys]) => tomlSection(name, keys)),
     // [rate_limit] stays at its defaults, as in front of a shop: a test makes a handful of
     // visitors from 127.0.0.1, far below them.
     '',

@@ -64,7 +64,7 @@ mod tests {
     fn the_defaults_are_valid_and_off() {
         let config = proof_of_work(&ProofOfWorkSection::default()).unwrap();
         assert!(!config.enabled);
-        assert_eq!(config.escalation.base_bits, 18);
+        assert_eq!(config.escalation.base_bits, 16);
         assert_eq!(config.seed_lifetime, Duration::from_secs(300));
     }
 
