@@ -914,6 +914,114 @@ fn the_binary_prints_the_store_url_masked() {
 }
 
 #[test]
+fn wr_sentinel_password_replaces_the_file_and_is_never_printed() {
+    let sentinels = |extra: &str| {
+        format!(
+            "{}[store]\nbackend = \"redis\"\nsentinels = [\"127.0.0.1:26379\"]\n\
+             master_name = \"shop\"\n{extra}\n",
+            minimal("")
+        )
+    };
+    let mut env = with_secrets();
+    env.0
+        .insert("WR_SENTINEL_PASSWORD", "sentinel-env-password");
+    let (config, _) = Config::parse(
+        &sentinels("sentinel_username = \"watcher\"\nsentinel_password = \"sentinel-file-pw\""),
+        &env,
+        false,
+    )
+    .unwrap();
+    let auth = &config.store.sentinel_auth;
+    assert_eq!(auth.password.as_deref(), Some("sentinel-env-password"));
+    assert_eq!(auth.username.as_deref(), Some("watcher"));
+    let printed = format!("{} {config:?}", config.masked_toml());
+    assert!(
+        !printed.contains("sentinel-env-password") && !printed.contains("sentinel-file-pw"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("sentinel_password = \"********\""),
+        "{printed}"
+    );
+
+    // Without Sentinels there is nobody to give it to: the key is named.
+    let e = error_of_with(
+        &format!(
+            "{}[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:6379\"\n",
+            minimal("")
+        ),
+        &env,
+    );
+    assert!(
+        e.starts_with("store.sentinel_password: needs store.sentinels"),
+        "{e}"
+    );
+    assert!(!e.contains("sentinel-env-password"), "{e}");
+
+    // --test prints neither the variable's password nor the file's.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("drop.toml");
+    std::fs::write(&path, sentinels("sentinel_password = \"sentinel-file-pw\"")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
+        .args(["--config".as_ref(), path.as_os_str(), "--test".as_ref()])
+        .env("WR_JWT_SECRET", SECRET)
+        .env("WR_ADMIN_TOKEN", TOKEN)
+        .env("WR_SENTINEL_PASSWORD", "sentinel-env-password")
+        .output()
+        .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        printed.contains("sentinel_password = \"********\""),
+        "{printed}"
+    );
+    assert!(
+        !printed.contains("sentinel-env-password") && !printed.contains("sentinel-file-pw"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn replica_acks_are_read_and_checked_and_named() {
+    let store = |extra: &str| {
+        format!(
+            "{}[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:6379\"\n{extra}\n",
+            minimal("")
+        )
+    };
+    let (config, _) = Config::parse(&store(""), &with_secrets(), false).unwrap();
+    assert_eq!(config.store.replica_acks, 0);
+    let (config, _) = Config::parse(
+        &store("replica_acks = 1\nreplica_ack_timeout = \"20ms\""),
+        &with_secrets(),
+        false,
+    )
+    .unwrap();
+    assert_eq!(config.store.replica_acks, 1);
+    assert_eq!(config.store.replica_ack_timeout.as_millis(), 20);
+    for (extra, expected) in [
+        (
+            "replica_acks = -1",
+            "store.replica_acks: must be a whole number of at least 0, got -1",
+        ),
+        (
+            "replica_acks = 1\nreplica_ack_timeout = \"1s\"",
+            "store.replica_ack_timeout: must be shorter than store.command_timeout (500ms)",
+        ),
+        (
+            "replica_ack_timeout = \"0s\"",
+            "store.replica_ack_timeout: must be longer than zero",
+        ),
+    ] {
+        let e = error_of(&store(extra));
+        assert!(e.starts_with(expected), "{extra}: {e}");
+    }
+}
+
+#[test]
 fn the_autopilot_is_off_by_default_and_its_keys_are_checked_and_named() {
     use waitroom::core::autopilot::Settings;
     let (config, _) = Config::parse(&minimal(""), &with_secrets(), false).unwrap();

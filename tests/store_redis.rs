@@ -36,6 +36,7 @@ fn options(server: &RedisServer, room: &str, time: TimeSource) -> RedisOptions {
         command_timeout: COMMAND_TIMEOUT,
         time,
         seed: 42,
+        ..RedisOptions::new(server.url(), room)
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::masking::masked_url;
+use super::masking::{masked_secret, masked_url};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -343,6 +343,17 @@ pub struct StoreSection {
     pub sentinels: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub master_name: Option<String>,
+    /// The Sentinels' own credentials, for Sentinels that ask for them (`requirepass`, or an
+    /// ACL user of theirs); the master's are `url`'s. Prefer the WR_SENTINEL_PASSWORD variable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sentinel_username: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sentinel_password: Option<String>,
+    /// Replicas that must acknowledge an admission's write (Redis `WAIT`) before the visitor
+    /// gets its pass; 0: none asked.
+    pub replica_acks: u32,
+    /// How long an admission waits for them; past it, the visitor is let in all the same.
+    pub replica_ack_timeout: String,
     pub on_error: String,
     pub connect_timeout: String,
     pub command_timeout: String,
@@ -350,7 +361,8 @@ pub struct StoreSection {
     pub leader_ttl: String,
 }
 
-/// By hand: `url` may hold the store's password, and a debug print must not show it.
+/// By hand: `url` may hold the store's password, `sentinel_password` is one, and a debug print
+/// must show neither.
 impl std::fmt::Debug for StoreSection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoreSection")
@@ -359,6 +371,13 @@ impl std::fmt::Debug for StoreSection {
             .field("url", &self.url.as_deref().map(masked_url))
             .field("sentinels", &self.sentinels)
             .field("master_name", &self.master_name)
+            .field("sentinel_username", &self.sentinel_username)
+            .field(
+                "sentinel_password",
+                &masked_secret(self.sentinel_password.as_deref()),
+            )
+            .field("replica_acks", &self.replica_acks)
+            .field("replica_ack_timeout", &self.replica_ack_timeout)
             .field("on_error", &self.on_error)
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
@@ -375,6 +394,10 @@ impl Default for StoreSection {
             url: None,
             sentinels: Vec::new(),
             master_name: None,
+            sentinel_username: None,
+            sentinel_password: None,
+            replica_acks: 0,
+            replica_ack_timeout: "100ms".into(),
             on_error: "closed".into(),
             connect_timeout: "2s".into(),
             command_timeout: "500ms".into(),

@@ -16,3 +16,8 @@ pub fn masked_url(url: &str) -> String {
     };
     format!("{}{user}****{}", &url[..start], &url[at..])
 }
+
+/// A secret as printed: whether it is set, never what it is.
+pub fn masked_secret(secret: Option<&str>) -> Option<&'static str> {
+    secret.map(|_| "****")
+}

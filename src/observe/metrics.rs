@@ -31,6 +31,7 @@ pub const NAMES: &[&str] = &[
     "waitroom_origin_seconds",
     "waitroom_store_errors_total",
     "waitroom_store_up",
+    "waitroom_store_replica_ack_timeouts_total",
     "waitroom_leader",
     "waitroom_prequeueing",
     "waitroom_order_inversions_total",
@@ -94,6 +95,9 @@ pub struct Metrics {
     pub origin_seconds: Histogram,
     pub store_errors: IntCounter,
     pub store_up: IntGauge,
+    /// Admissions whose write fewer replicas acknowledged than `store.replica_acks` asked, in
+    /// time (the visitor was let in all the same).
+    pub store_replica_ack_timeouts: IntCounter,
     pub leader: IntGauge,
     pub prequeueing: IntGauge,
     pub order_inversions: IntCounter,
@@ -165,6 +169,7 @@ pub struct MetricsRegistry {
     origin_seconds: HistogramVec,
     store_errors: IntCounterVec,
     store_up: IntGaugeVec,
+    store_replica_ack_timeouts: IntCounterVec,
     leader: IntGaugeVec,
     prequeueing: IntGaugeVec,
     order_inversions: IntCounterVec,
@@ -320,6 +325,13 @@ impl MetricsRegistry {
                 "waitroom_store_up",
                 "1 when the last store operation succeeded",
             ),
+            store_replica_ack_timeouts: counter(
+                "waitroom_store_replica_ack_timeouts_total",
+                "Admissions whose write fewer replicas than store.replica_acks acknowledged \
+                 within store.replica_ack_timeout (let in all the same: a failover to a replica \
+                 that lacks the write loses the pass)",
+                room,
+            ),
             leader: gauge(
                 "waitroom_leader",
                 "1 when this instance holds the admission leadership",
@@ -447,6 +459,7 @@ impl MetricsRegistry {
             pass_requests_limited: self.pass_requests_limited.with_label_values(&[id]),
             store_errors: self.store_errors.with_label_values(&[id]),
             store_up: self.store_up.with_label_values(&[id]),
+            store_replica_ack_timeouts: self.store_replica_ack_timeouts.with_label_values(&[id]),
             leader: self.leader.with_label_values(&[id]),
             prequeueing: self.prequeueing.with_label_values(&[id]),
             order_inversions: self.order_inversions.with_label_values(&[id]),

@@ -56,6 +56,9 @@ async fn read_all(config: &Config, url: &str, timeout: Duration) -> Vec<String> 
             command_timeout: config.store.command_timeout.min(timeout),
             time: TimeSource::Server,
             seed: 0,
+            sentinel_auth: super::stores::sentinel_auth(config),
+            // A look at the settings writes no admission.
+            replica_acks: None,
         };
         let saved = match peek_settings(&options).await {
             Ok(saved) => saved,

@@ -8,7 +8,9 @@ use super::start::{RunOptions, StartError};
 use crate::config::Config;
 use crate::config::model::Backend;
 use crate::store::memory::MemoryStore;
-use crate::store::redis::{DeferredRedisStore, RedisOptions, RedisStore, TimeSource};
+use crate::store::redis::{
+    DeferredRedisStore, RedisOptions, RedisStore, ReplicaAcks, SentinelAuth, TimeSource,
+};
 use crate::store::{Store, StoreError};
 
 /// The runtime the store's connections live on: kept for as long as the server runs.
@@ -61,6 +63,11 @@ pub(super) fn open_stores(config: &Config, options: &RunOptions) -> Result<Opene
                 TimeSource::Server
             },
             seed: options.seed,
+            sentinel_auth: sentinel_auth(config),
+            replica_acks: (config.store.replica_acks > 0).then_some(ReplicaAcks {
+                replicas: config.store.replica_acks,
+                timeout: config.store.replica_ack_timeout,
+            }),
         };
         // On a thread of its own: the caller may itself be inside a runtime (tests, embedding).
         let connected = std::thread::scope(|scope| {
@@ -88,4 +95,13 @@ pub(super) fn open_stores(config: &Config, options: &RunOptions) -> Result<Opene
             _runtime: Some(runtime),
         },
     })
+}
+
+/// `store.sentinel_username` and `sentinel_password`, as the Redis store takes them.
+pub(super) fn sentinel_auth(config: &Config) -> SentinelAuth {
+    let auth = &config.store.sentinel_auth;
+    SentinelAuth {
+        username: auth.username.clone(),
+        password: auth.password.clone(),
+    }
 }

@@ -4,13 +4,15 @@
 //! flash crowd during a Redis outage must not write a log line per visitor.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::StoreError;
 use crate::observe::Metrics;
 
 pub struct StoreHealth {
     up: AtomicBool,
+    /// The store's running total of unacknowledged admissions, as far as the metric counts it.
+    unacknowledged: AtomicU64,
     metrics: Arc<Metrics>,
 }
 
@@ -19,6 +21,7 @@ impl StoreHealth {
         metrics.store_up.set(1);
         Self {
             up: AtomicBool::new(true),
+            unacknowledged: AtomicU64::new(0),
             metrics,
         }
     }
@@ -45,10 +48,43 @@ impl StoreHealth {
         self.metrics.store_up.set(0);
     }
 
+    /// Counts the admissions the store's replicas did not acknowledge since the last note:
+    /// `total` is the store's running total (`Store::unacknowledged_admissions`). Calls that
+    /// race each other add up to the total once (each adds what it raised the maximum by); the
+    /// usual call, with nothing new, only reads.
+    pub fn note_unacknowledged(&self, total: u64) {
+        if total <= self.unacknowledged.load(Ordering::Relaxed) {
+            return;
+        }
+        let counted = self.unacknowledged.fetch_max(total, Ordering::Relaxed);
+        if total > counted {
+            self.metrics
+                .store_replica_ack_timeouts
+                .inc_by(total - counted);
+        }
+    }
+
     fn answered(&self) {
         if !self.up.swap(true, Ordering::Relaxed) {
             log::info!("store reachable again");
         }
         self.metrics.store_up.set(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::MetricsRegistry;
+
+    #[test]
+    fn unacknowledged_admissions_are_counted_once_however_the_notes_arrive() {
+        let metrics = Arc::new(MetricsRegistry::new().room("r"));
+        let health = StoreHealth::new(metrics.clone());
+        // Two calls racing may note their totals out of order: 3 after 5 adds nothing.
+        for total in [0, 3, 5, 3, 5, 6] {
+            health.note_unacknowledged(total);
+        }
+        assert_eq!(metrics.store_replica_ack_timeouts.get(), 6);
     }
 }

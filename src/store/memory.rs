@@ -1,5 +1,6 @@
 //! The in-process store: the room model behind one mutex. The default, so a single instance
-//! needs nothing else installed.
+//! needs nothing else installed. It has no replicas, so `[store] replica_acks` means nothing to
+//! it (`unacknowledged_admissions` stays 0).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -256,4 +256,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Cheap reachability check for /readyz.
     async fn ping(&self) -> StoreResult<()>;
+
+    /// Admissions whose write fewer replicas acknowledged than `[store] replica_acks` asked,
+    /// within `replica_ack_timeout`, since the store was opened: a running total. The visitors
+    /// were let in all the same; a failover to a replica that lacks the write loses their pass.
+    /// A store without replicas (the memory store) has none.
+    fn unacknowledged_admissions(&self) -> u64 {
+        0
+    }
 }

@@ -30,16 +30,23 @@ impl Observed {
         self.health.note(&result);
         result
     }
+
+    /// [`Observed::noted`] for a call that may admit: its replicas' acknowledgement counted too.
+    fn noted_admission<T>(&self, result: StoreResult<T>) -> StoreResult<T> {
+        self.health
+            .note_unacknowledged(self.inner.unacknowledged_admissions());
+        self.noted(result)
+    }
 }
 
 #[async_trait]
 impl Store for Observed {
     async fn admit_directly(&self, id: &str, limits: &Limits) -> StoreResult<Option<Millis>> {
-        self.noted(self.inner.admit_directly(id, limits).await)
+        self.noted_admission(self.inner.admit_directly(id, limits).await)
     }
 
     async fn admit_unconditionally(&self, id: &str, limits: &Limits) -> StoreResult<Millis> {
-        self.noted(self.inner.admit_unconditionally(id, limits).await)
+        self.noted_admission(self.inner.admit_unconditionally(id, limits).await)
     }
 
     async fn join(
@@ -52,7 +59,7 @@ impl Store for Observed {
     }
 
     async fn poll(&self, id: &str, limits: &Limits) -> StoreResult<PollOutcome> {
-        self.noted(self.inner.poll(id, limits).await)
+        self.noted_admission(self.inner.poll(id, limits).await)
     }
 
     async fn touch_pass(
@@ -155,5 +162,9 @@ impl Store for Observed {
 
     async fn ping(&self) -> StoreResult<()> {
         self.noted(self.inner.ping().await)
+    }
+
+    fn unacknowledged_admissions(&self) -> u64 {
+        self.inner.unacknowledged_admissions()
     }
 }

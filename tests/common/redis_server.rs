@@ -293,6 +293,33 @@ impl RedisServer {
         self.kill();
         self.spawn();
     }
+
+    /// A replica that lags from now on: it runs and answers (its Sentinels see it up, and may
+    /// promote it), but receives none of its master's writes. Its link to the master is cut and
+    /// cannot come back: it now offers the master a password the master does not have, which
+    /// every reconnection fails on ("Unable to AUTH to MASTER"). Returns once the master has
+    /// lost it.
+    pub fn stop_replicating(&self, master: &RedisServer) {
+        let set = self.command(&["CONFIG", "SET", "masterauth", "not-the-masters-password"]);
+        assert!(set.starts_with("+OK"), "{set}");
+        self.command(&["CLIENT", "KILL", "TYPE", "master"]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !master
+            .command(&["INFO", "replication"])
+            .contains("connected_slaves:0")
+        {
+            assert!(Instant::now() < deadline, "the replica is still connected");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A field of `INFO replication` as a number (`master_repl_offset`, `slave_repl_offset`).
+    pub fn replication(&self, field: &str) -> Option<u64> {
+        self.command(&["INFO", "replication"])
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .and_then(|v| v.trim().parse().ok())
+    }
 }
 
 /// A Redis Cluster of a few nodes on free ports, the slots shared evenly among them.
@@ -409,12 +436,29 @@ impl Drop for RedisServer {
 pub struct Sentinels {
     ports: Vec<u16>,
     children: Vec<Child>,
+    /// Their `requirepass`, if any: the tests' own questions authenticate with it too.
+    password: Option<String>,
     _dir: tempfile::TempDir,
 }
 
 impl Sentinels {
     /// `n` Sentinels, a quorum of `n / 2 + 1`, that call the master down after 1 s of silence.
     pub fn start(n: usize, master_name: &str, master: &RedisServer) -> Self {
+        Self::launch(n, master_name, master, None)
+    }
+
+    /// [`Sentinels::start`], each asking its clients for `password` (`requirepass` in its
+    /// config, which Sentinels also give each other).
+    pub fn start_with_password(
+        n: usize,
+        master_name: &str,
+        master: &RedisServer,
+        password: &str,
+    ) -> Self {
+        Self::launch(n, master_name, master, Some(password))
+    }
+
+    fn launch(n: usize, master_name: &str, master: &RedisServer, password: Option<&str>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut ports = Vec::new();
         let mut children = Vec::new();
@@ -431,10 +475,11 @@ impl Sentinels {
                      sentinel monitor {master_name} 127.0.0.1 {} {}\n\
                      sentinel down-after-milliseconds {master_name} 1000\n\
                      sentinel failover-timeout {master_name} 4000\n\
-                     sentinel parallel-syncs {master_name} 1\n",
+                     sentinel parallel-syncs {master_name} 1\n{}",
                     dir.path().display(),
                     master.port(),
                     n / 2 + 1,
+                    password.map_or_else(String::new, |p| format!("requirepass {p}\n")),
                 ),
             )
             .expect("sentinel config written");
@@ -452,6 +497,7 @@ impl Sentinels {
         let sentinels = Self {
             ports,
             children,
+            password: password.map(str::to_owned),
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -476,7 +522,7 @@ impl Sentinels {
     /// The master's port as the first Sentinel that answers names it.
     pub fn master_port(&self, master_name: &str) -> Option<u16> {
         self.ports.iter().find_map(|port| {
-            let answer = command_on(*port, &["SENTINEL", "get-master-addr-by-name", master_name])?;
+            let answer = self.ask(*port, &["SENTINEL", "get-master-addr-by-name", master_name])?;
             answer
                 .lines()
                 .filter(|l| !l.starts_with(['*', '$']))
@@ -490,7 +536,7 @@ impl Sentinels {
     pub fn known_replicas(&self, master_name: &str) -> usize {
         self.ports
             .iter()
-            .filter_map(|port| command_on(*port, &["SENTINEL", "replicas", master_name]))
+            .filter_map(|port| self.ask(*port, &["SENTINEL", "replicas", master_name]))
             .map(|answer| {
                 answer
                     .lines()
@@ -501,6 +547,11 @@ impl Sentinels {
             })
             .min()
             .unwrap_or(0)
+    }
+
+    /// One command to the Sentinel on `port`, authenticated when they ask for a password.
+    fn ask(&self, port: u16, args: &[&str]) -> Option<String> {
+        command_on(port, self.password.as_deref(), args)
     }
 }
 
@@ -513,10 +564,21 @@ impl Drop for Sentinels {
     }
 }
 
-/// One command to whatever listens on `port`, its raw answer; None when nothing answers.
-fn command_on(port: u16, args: &[&str]) -> Option<String> {
+/// One command to whatever listens on `port`, after `AUTH password` if given, its raw answer;
+/// None when nothing answers or the password is refused.
+fn command_on(port: u16, password: Option<&str>, args: &[&str]) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    if let Some(password) = password {
+        stream
+            .write_all(resp(&["AUTH", password]).as_bytes())
+            .ok()?;
+        let mut ok = [0u8; 5];
+        stream.read_exact(&mut ok).ok()?;
+        if &ok != b"+OK\r\n" {
+            return None;
+        }
+    }
     stream.write_all(resp(args).as_bytes()).ok()?;
     let mut answer = Vec::new();
     let mut buf = [0u8; 65536];

@@ -45,7 +45,9 @@ pub use rooms::{RoomConfig, RoomPlace};
 pub use secrets::{
     ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES, mask_room,
 };
-pub use store::{Backend, ENV_REDIS_URL, OnStoreError, StoreConfig};
+pub use store::{
+    Backend, ENV_REDIS_URL, ENV_SENTINEL_PASSWORD, OnStoreError, SentinelAuth, StoreConfig,
+};
 pub use turnstile::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMode};
 
 use crate::config::file::ConfigFile;
@@ -211,7 +213,8 @@ fn keep<T>(errors: &mut Vec<ConfigError>, result: Result<T, ConfigError>) -> Opt
     }
 }
 
-/// Where the secrets (and `WR_REDIS_URL`, `RUNTIME_DIRECTORY`) come from.
+/// Where the secrets (and `WR_REDIS_URL`, `WR_SENTINEL_PASSWORD`, `RUNTIME_DIRECTORY`) come
+/// from.
 pub trait Environment {
     fn var(&self, name: &str) -> Option<String>;
 }

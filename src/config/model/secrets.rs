@@ -68,8 +68,8 @@ pub(crate) fn secret(
 }
 
 impl Config {
-    /// The effective configuration as TOML for `--test`: secrets, bypass secrets and the store
-    /// URL's password masked.
+    /// The effective configuration as TOML for `--test`: secrets, bypass secrets, the store
+    /// URL's password and the Sentinels' masked.
     pub fn masked_toml(&self) -> String {
         let mut file = self.file.clone();
         let mask = |s: &mut Option<String>| {
@@ -82,6 +82,7 @@ impl Config {
         if let Some(t) = &mut file.turnstile {
             mask(&mut t.secret);
         }
+        mask(&mut file.store.sentinel_password);
         file.store.url = file.store.url.as_deref().map(masked_url);
         let rooms = file
             .room

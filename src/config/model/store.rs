@@ -1,5 +1,6 @@
 //! `[store]`: where the room's state lives. `store.url` may carry a password: it comes from
-//! `WR_REDIS_URL` in deployments, and is never printed whole (`masked_url`).
+//! `WR_REDIS_URL` in deployments, and is never printed whole (`masked_url`); so may
+//! `store.sentinel_password` (`WR_SENTINEL_PASSWORD`), never printed at all (`masked_secret`).
 
 use std::fmt;
 use std::time::Duration;
@@ -7,10 +8,13 @@ use std::time::Duration;
 use super::values::{choice, duration};
 use super::{ConfigError, Environment, invalid};
 use crate::config::file::StoreSection;
-use crate::config::masking::masked_url;
+use crate::config::masking::{masked_secret, masked_url};
 
 /// Replaces `store.url` (Kubernetes builds it with the Redis password from a Secret).
 pub const ENV_REDIS_URL: &str = "WR_REDIS_URL";
+
+/// Replaces `store.sentinel_password`, like `WR_REDIS_URL` the URL.
+pub const ENV_SENTINEL_PASSWORD: &str = "WR_SENTINEL_PASSWORD";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnStoreError {
@@ -39,6 +43,24 @@ impl fmt::Debug for Backend {
     }
 }
 
+/// The Sentinels' own credentials (the master's are in the URL); both None for Sentinels that
+/// ask for none.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SentinelAuth {
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
+
+/// By hand: the password stays out of debug prints.
+impl fmt::Debug for SentinelAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SentinelAuth")
+            .field("username", &self.username)
+            .field("password", &masked_secret(self.password.as_deref()))
+            .finish()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     pub backend: Backend,
@@ -47,6 +69,10 @@ pub struct StoreConfig {
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
     pub leader_ttl: Duration,
+    pub sentinel_auth: SentinelAuth,
+    /// Replicas asked to acknowledge each admission (`WAIT`); 0: none.
+    pub replica_acks: u32,
+    pub replica_ack_timeout: Duration,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -78,6 +104,14 @@ pub(crate) fn store(
         }
         section.url = Some(url);
     }
+    if let Some(password) = env.var(ENV_SENTINEL_PASSWORD) {
+        if name == BackendName::Memory {
+            warnings.push(format!(
+                "{ENV_SENTINEL_PASSWORD} is set but store.backend = \"memory\": ignored"
+            ));
+        }
+        section.sentinel_password = Some(password);
+    }
     let backend = match name {
         BackendName::Memory => Backend::Memory,
         BackendName::Redis => Backend::Redis {
@@ -106,9 +140,13 @@ pub(crate) fn store(
             },
         },
     };
-    if let Backend::Redis { url } = &backend {
-        redis_url(url)?;
-    }
+    let sentinel_auth = match &backend {
+        Backend::Redis { url } => {
+            redis_url(url)?;
+            sentinel_auth(section, url)?
+        }
+        Backend::Memory => SentinelAuth::default(),
+    };
     if section.prefix.is_empty() {
         return Err(invalid("store.prefix", "cannot be empty"));
     }
@@ -127,14 +165,98 @@ pub(crate) fn store(
                 .into(),
         );
     }
+    let command_timeout = duration("store.command_timeout", &section.command_timeout)?;
+    let replica_ack_timeout = duration("store.replica_ack_timeout", &section.replica_ack_timeout)?;
+    if section.replica_acks > 0 {
+        replica_acks_fit(&backend, command_timeout, replica_ack_timeout, warnings)?;
+    }
     Ok(StoreConfig {
         backend,
         prefix: section.prefix.clone(),
         on_error,
         connect_timeout: duration("store.connect_timeout", &section.connect_timeout)?,
-        command_timeout: duration("store.command_timeout", &section.command_timeout)?,
+        command_timeout,
         leader_ttl: duration("store.leader_ttl", &section.leader_ttl)?,
+        sentinel_auth,
+        replica_acks: section.replica_acks,
+        replica_ack_timeout,
     })
+}
+
+/// `store.sentinel_username` and `sentinel_password`: the Sentinels' own, so only where the
+/// store follows Sentinels (`store.sentinels`, or a `redis+sentinel://` URL).
+fn sentinel_auth(section: &StoreSection, url: &str) -> Result<SentinelAuth, ConfigError> {
+    let follows_sentinels =
+        url.starts_with("redis+sentinel://") || url.starts_with("rediss+sentinel://");
+    for (key, value) in [
+        ("store.sentinel_username", &section.sentinel_username),
+        ("store.sentinel_password", &section.sentinel_password),
+    ] {
+        match value {
+            Some(v) if v.is_empty() => {
+                return Err(invalid(
+                    key,
+                    "cannot be empty: leave it out for Sentinels that ask for no password",
+                ));
+            }
+            Some(_) if !follows_sentinels => {
+                return Err(invalid(
+                    key,
+                    format!(
+                        "needs store.sentinels: it is the Sentinels' own credential (the \
+                         master's goes in store.url; {ENV_SENTINEL_PASSWORD} sets the password)"
+                    ),
+                ));
+            }
+            _ => {}
+        }
+    }
+    if section.sentinel_username.is_some() && section.sentinel_password.is_none() {
+        return Err(invalid(
+            "store.sentinel_username",
+            format!("needs store.sentinel_password (or {ENV_SENTINEL_PASSWORD})"),
+        ));
+    }
+    Ok(SentinelAuth {
+        username: section.sentinel_username.clone(),
+        password: section.sentinel_password.clone(),
+    })
+}
+
+/// `store.replica_acks` where it can hold: a server or Sentinel's master, whose WAIT answers
+/// within the command's time limit.
+fn replica_acks_fit(
+    backend: &Backend,
+    command_timeout: Duration,
+    replica_ack_timeout: Duration,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    match backend {
+        Backend::Memory => warnings.push(
+            "store.replica_acks has no effect with backend = \"memory\": one process has no \
+             replicas"
+                .into(),
+        ),
+        Backend::Redis { url } if url.contains("+cluster://") => {
+            return Err(invalid(
+                "store.replica_acks",
+                "is not supported with a Redis Cluster yet (a single server or Sentinel's \
+                 master only): set it to 0",
+            ));
+        }
+        Backend::Redis { .. } => {}
+    }
+    if replica_ack_timeout >= command_timeout {
+        return Err(invalid(
+            "store.replica_ack_timeout",
+            format!(
+                "must be shorter than store.command_timeout ({}): the replicas' answer comes \
+                 on a connection that waits no longer",
+                humantime::format_duration(command_timeout)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The store's URL for a master named by Sentinels: `redis+sentinel://[user:password@]s1,s2/

@@ -10,6 +10,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Client, Cmd, Pipeline, ProtocolVersion, PushInfo, RedisError, RedisFuture, Value};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+use super::RedisOptions;
 use super::sentinel::{FollowedMaster, SentinelConn, SentinelUrl};
 use crate::store::{StoreError, StoreResult};
 
@@ -47,19 +48,21 @@ impl Failure {
         }
     }
 
-    /// Redis answered, and refused this proxy's credentials or configuration: waiting for it
-    /// changes nothing, unlike a server that does not answer (yet).
     fn is_refusal(&self) -> bool {
         match self {
-            Failure::Redis(e) => {
-                matches!(
-                    e.kind(),
-                    redis::ErrorKind::AuthenticationFailed | redis::ErrorKind::InvalidClientConfig
-                ) || matches!(e.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"))
-            }
+            Failure::Redis(e) => refuses(e),
             Failure::TimedOut(_) => false,
         }
     }
+}
+
+/// Redis answered, and refused this proxy's credentials or configuration: waiting for it
+/// changes nothing, unlike a server that does not answer (yet).
+pub(super) fn refuses(e: &RedisError) -> bool {
+    matches!(
+        e.kind(),
+        redis::ErrorKind::AuthenticationFailed | redis::ErrorKind::InvalidClientConfig
+    ) || matches!(e.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"))
 }
 
 impl From<Failure> for StoreError {
@@ -121,6 +124,9 @@ impl ConnectionLike for Conn {
 /// A store's connections, subscribed to its revocations.
 pub(super) struct Connections {
     pub(super) conn: Conn,
+    /// A connection of its own to the same server for the replicas' acknowledgements (`WAIT`
+    /// blocks the connection it is sent on), when the store asks for them.
+    pub(super) acks: Option<Conn>,
     pub(super) feed: Feed,
     /// What the feed receives.
     pub(super) pushes: UnboundedReceiver<PushInfo>,
@@ -190,13 +196,17 @@ fn resp3(client: &Client) -> Result<Client, Failure> {
     Ok(Client::open(info.set_redis_settings(settings))?)
 }
 
-/// Connects to the server or cluster `url` names and subscribes to `channel`.
-pub(super) async fn connect(
-    url: &str,
-    channel: &str,
-    connect_timeout: Duration,
-    command_timeout: Duration,
-) -> StoreResult<Connections> {
+/// Connects to the server, cluster or Sentinels' master `options.url` names and subscribes to
+/// `channel`.
+pub(super) async fn connect(options: &RedisOptions, channel: &str) -> StoreResult<Connections> {
+    let RedisOptions {
+        url,
+        sentinel_auth,
+        connect_timeout,
+        command_timeout,
+        ..
+    } = options;
+    let (connect_timeout, command_timeout) = (*connect_timeout, *command_timeout);
     let invalid = |source| StoreError::InvalidUrl {
         url: redacted(url),
         source,
@@ -206,30 +216,56 @@ pub(super) async fn connect(
         .set_response_timeout(Some(command_timeout))
         .set_number_of_retries(RECONNECT_RETRIES)
         .set_max_delay(command_timeout / 4);
-    let sentinel = match SentinelUrl::parse(url) {
-        Some(Ok(sentinel)) => Some(std::sync::Arc::new(
-            FollowedMaster::new(sentinel, config.clone(), connect_timeout).map_err(invalid)?,
-        )),
+    let sentinel_url = match SentinelUrl::parse(url) {
+        Some(Ok(sentinel)) => Some(sentinel),
         Some(Err(why)) => {
             let kind = redis::ErrorKind::InvalidClientConfig;
             return Err(invalid(RedisError::from((kind, "Sentinel URL", why))));
         }
         None => None,
     };
+    let follow = |sentinel: &SentinelUrl| {
+        FollowedMaster::new(
+            sentinel.clone(),
+            sentinel_auth,
+            config.clone(),
+            connect_timeout,
+        )
+        .map(std::sync::Arc::new)
+        .map_err(invalid)
+    };
+    let sentinel = sentinel_url.as_ref().map(follow).transpose()?;
     let nodes = cluster_nodes(url);
+    if nodes.is_some() && options.replica_acks.is_some() {
+        let kind = redis::ErrorKind::InvalidClientConfig;
+        let why = "replica acknowledgements (WAIT) are not supported on a cluster";
+        return Err(invalid(RedisError::from((kind, why))));
+    }
     let first_node = nodes
         .as_ref()
         .and_then(|n| n.first())
-        .map_or(url, String::as_str);
+        .map_or(url.as_str(), String::as_str);
     let (master_address, client) = match &sentinel {
         Some(master) => {
             let (address, client) = within(connect_timeout, master.master_client())
                 .await
                 .map_err(|e| {
-                    e.context(&format!(
-                        "no master from the Sentinels of {}",
-                        redacted(url)
-                    ))
+                    let what = if !e.is_refusal() {
+                        format!("no master from the Sentinels of {}", redacted(url))
+                    } else if sentinel_auth.password.is_some() {
+                        format!(
+                            "the Sentinels of {} refused this proxy's Sentinel credentials \
+                             (store.sentinel_username, store.sentinel_password)",
+                            redacted(url)
+                        )
+                    } else {
+                        format!(
+                            "the Sentinels of {} ask for a password of their own: set \
+                             store.sentinel_password (or WR_SENTINEL_PASSWORD)",
+                            redacted(url)
+                        )
+                    };
+                    e.context(&what)
                 })?;
             (Some(address), client)
         }
@@ -246,31 +282,43 @@ pub(super) async fn connect(
         ),
         None => None,
     };
-    let conn = async {
-        let mut conn = match (&cluster, &sentinel) {
-            (Some(cluster), _) => {
-                Conn::Cluster(within(connect_timeout, cluster.get_async_connection()).await?)
-            }
-            (None, Some(master)) => Conn::Sentinel(SentinelConn(master.clone())),
-            (None, None) => Conn::Single(
-                within(
-                    connect_timeout,
-                    ConnectionManager::new_with_config(client.clone(), config.clone()),
-                )
-                .await?,
-            ),
-        };
-        // A server that asks for a password opens a connection that has none, then refuses
-        // its commands: asked here, a missing password says so at once.
-        within(
-            command_timeout,
-            redis::cmd("PING").query_async::<()>(&mut conn),
-        )
-        .await?;
-        Ok::<_, Failure>(conn)
-    }
-    .await
-    .map_err(|e| e.context(&format!("cannot connect to {}", redacted(url))))?;
+    let open = |master: Option<std::sync::Arc<FollowedMaster>>| {
+        let (client, config, cluster) = (client.clone(), config.clone(), cluster.clone());
+        async move {
+            let mut conn = match (cluster, master) {
+                (Some(cluster), _) => {
+                    Conn::Cluster(within(connect_timeout, cluster.get_async_connection()).await?)
+                }
+                (None, Some(master)) => Conn::Sentinel(SentinelConn(master)),
+                (None, None) => Conn::Single(
+                    within(
+                        connect_timeout,
+                        ConnectionManager::new_with_config(client, config),
+                    )
+                    .await?,
+                ),
+            };
+            // A server that asks for a password opens a connection that has none, then refuses
+            // its commands: asked here, a missing password says so at once.
+            within(
+                command_timeout,
+                redis::cmd("PING").query_async::<()>(&mut conn),
+            )
+            .await?;
+            Ok::<_, Failure>(conn)
+        }
+    };
+    let cannot_connect = |e: Failure| e.context(&format!("cannot connect to {}", redacted(url)));
+    let conn = open(sentinel.clone()).await.map_err(cannot_connect)?;
+    // Behind Sentinel, a follower of its own: it moves to a new master when its own WAIT fails,
+    // like the commands' follower when theirs do.
+    let acks = match options.replica_acks {
+        Some(_) => {
+            let follower = sentinel_url.as_ref().map(follow).transpose()?;
+            Some(open(follower).await.map_err(cannot_connect)?)
+        }
+        None => None,
+    };
 
     // A second connection, on RESP3, receives the revocations of the other instances (in a
     // cluster, from the first node named: PUBLISH reaches every node).
@@ -302,7 +350,12 @@ pub(super) async fn connect(
         channel: channel.to_owned(),
         follows,
     };
-    Ok(Connections { conn, feed, pushes })
+    Ok(Connections {
+        conn,
+        acks,
+        feed,
+        pushes,
+    })
 }
 
 /// The user information of what follows a URL's `://` (`user:password@`, or empty: it ends at

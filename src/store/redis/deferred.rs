@@ -220,4 +220,9 @@ impl Store for DeferredRedisStore {
     async fn ping(&self) -> StoreResult<()> {
         self.store()?.ping().await
     }
+
+    fn unacknowledged_admissions(&self) -> u64 {
+        self.store()
+            .map_or(0, RedisStore::unacknowledged_admissions)
+    }
 }

@@ -19,8 +19,12 @@
 //! Loss of the data (a restart without persistence, a failover to an empty replica) is detected
 //! through the epoch: a script that finds no epoch, or another epoch than the one this instance
 //! saw, marks the loss; admissions then pause for a session length, so that passes still alive
-//! register again through `touch_pass` before the room is filled anew.
+//! register again through `touch_pass` before the room is filled anew. A promoted replica that
+//! lagged keeps the epoch and lacks the last writes: nothing here can tell. With
+//! `replica_acks`, each admission waits for the replicas to acknowledge it first (`acks.rs`),
+//! and what they did not is counted (`Store::unacknowledged_admissions`).
 
+mod acks;
 mod autopilot;
 mod calls;
 mod conn;
@@ -50,8 +54,11 @@ use crate::store::{
     StoreResult, TicketPlace, window_kept_until,
 };
 
+pub use acks::ReplicaAcks;
 pub use deferred::DeferredRedisStore;
+pub use sentinel::SentinelAuth;
 
+use acks::Acks;
 use calls::{Calls, SWEEP_SHARDS_PER_ROUND, beat_shard};
 use conn::{Connections, within};
 use joins::Joins;
@@ -104,6 +111,12 @@ pub struct RedisOptions {
     pub time: TimeSource,
     /// Drives random picks.
     pub seed: u64,
+    /// The Sentinels' own credentials, for Sentinels that ask for them (the master's are the
+    /// URL's).
+    pub sentinel_auth: SentinelAuth,
+    /// Replicas that must acknowledge each admission (`WAIT`) before it is answered; None: the
+    /// admission is answered at once, replicated when Redis gets to it.
+    pub replica_acks: Option<ReplicaAcks>,
 }
 
 impl RedisOptions {
@@ -117,6 +130,8 @@ impl RedisOptions {
             command_timeout: Duration::from_secs(1),
             time: TimeSource::Server,
             seed: rand::random(),
+            sentinel_auth: SentinelAuth::default(),
+            replica_acks: None,
         }
     }
 }
@@ -143,6 +158,8 @@ pub struct RedisStore {
     autopilot_key: String,
     /// A window's hash is `{window_prefix}<started_at>`, in the room's hash slot.
     window_prefix: String,
+    /// The replicas' acknowledgements of admissions, when asked for.
+    acks: Option<Acks>,
 }
 
 impl Drop for RedisStore {
@@ -158,25 +175,32 @@ impl RedisStore {
     /// tokio runtime: create the store on the runtime that will use it (its connections fail once
     /// that runtime is gone).
     pub async fn connect(options: RedisOptions) -> StoreResult<Self> {
+        if options.room.contains(['{', '}']) {
+            return Err(StoreError::Unavailable(format!(
+                "room name {:?} may not contain braces: it is the hash tag of the room's keys",
+                options.room
+            )));
+        }
+        let base = format!("{}{{{}}}:", options.prefix, options.room);
+        let revoked_key = format!("{base}revoked");
+        let channel = revoked_key.clone();
+        let Connections {
+            conn,
+            acks,
+            feed,
+            pushes,
+        } = conn::connect(&options, &channel).await?;
         let RedisOptions {
-            url,
-            prefix,
             room,
-            connect_timeout,
             command_timeout,
             time,
             seed,
+            replica_acks,
+            ..
         } = options;
-        if room.contains(['{', '}']) {
-            return Err(StoreError::Unavailable(format!(
-                "room name {room:?} may not contain braces: it is the hash tag of the room's keys"
-            )));
-        }
-        let base = format!("{prefix}{{{room}}}:");
-        let revoked_key = format!("{base}revoked");
-        let channel = revoked_key.clone();
-        let Connections { conn, feed, pushes } =
-            conn::connect(&url, &channel, connect_timeout, command_timeout).await?;
+        let acks = acks.zip(replica_acks).map(|(conn, wanted)| {
+            Acks::start(conn, format!("{base}acks"), wanted, command_timeout, room)
+        });
 
         let mut probe = conn.clone();
         let epoch: Option<String> = within(
@@ -223,7 +247,15 @@ impl RedisStore {
             queue_key: format!("{base}queue"),
             autopilot_key: format!("{base}autopilot"),
             window_prefix: format!("{base}autopilot:w:"),
+            acks,
         })
+    }
+
+    /// After a write that admitted a visitor: the replicas' acknowledgement, when asked for.
+    async fn acknowledged(&self) {
+        if let Some(acks) = &self.acks {
+            acks.acknowledged().await;
+        }
     }
 }
 
@@ -235,7 +267,11 @@ impl Store for RedisStore {
             .invocation(&self.calls.scripts.admit_directly, Some(limits));
         inv.arg(id);
         let (mut r, _) = self.calls.call("admit_directly", &inv).await?;
-        Ok(if r.flag()? { Some(r.int()?) } else { None })
+        let admitted = if r.flag()? { Some(r.int()?) } else { None };
+        if admitted.is_some() {
+            self.acknowledged().await;
+        }
+        Ok(admitted)
     }
 
     async fn admit_unconditionally(&self, id: &str, limits: &Limits) -> StoreResult<Millis> {
@@ -244,7 +280,9 @@ impl Store for RedisStore {
             .invocation(&self.calls.scripts.admit_unconditionally, Some(limits));
         inv.arg(id);
         let (mut r, _) = self.calls.call("admit_unconditionally", &inv).await?;
-        r.int()
+        let expires_at = r.int()?;
+        self.acknowledged().await;
+        Ok(expires_at)
     }
 
     async fn join(
@@ -272,6 +310,9 @@ impl Store for RedisStore {
                 let expires_at = r.int()?;
                 let claimed_now = r.flag()?;
                 let called_at = r.int()?;
+                if claimed_now {
+                    self.acknowledged().await;
+                }
                 PollOutcome::Admitted {
                     expires_at,
                     called_at: claimed_now.then_some(called_at),
@@ -602,5 +643,9 @@ impl Store for RedisStore {
         )
         .await?;
         Ok(())
+    }
+
+    fn unacknowledged_admissions(&self) -> u64 {
+        self.acks.as_ref().map_or(0, Acks::unacknowledged)
     }
 }

@@ -9,13 +9,7 @@ use crate::store::StoreResult;
 /// The room's saved settings (`Store::load_settings`), read with one HMGET.
 pub async fn peek_settings(options: &RedisOptions) -> StoreResult<Option<SavedSettings>> {
     let base = format!("{}{{{}}}:", options.prefix, options.room);
-    let Connections { mut conn, .. } = conn::connect(
-        &options.url,
-        &format!("{base}revoked"),
-        options.connect_timeout,
-        options.command_timeout,
-    )
-    .await?;
+    let Connections { mut conn, .. } = conn::connect(options, &format!("{base}revoked")).await?;
     let (version, json): (Option<u64>, Option<String>) = within(
         options.command_timeout,
         redis::cmd("HMGET")

@@ -1,7 +1,9 @@
 //! Redis behind Sentinel: the master is whichever server the Sentinels name now, and a failover
 //! is followed without a restart. The URL is `redis+sentinel://[user:password@]host:port[,host:
 //! port...]/master_name[/db]` (`rediss+sentinel://` for TLS to the master and the Sentinels); its
-//! credentials are the master's (Sentinels are asked without them).
+//! credentials are the master's. Sentinels that ask for a password of their own (`requirepass`,
+//! or an ACL user) get [`SentinelAuth`], which never goes into a URL (URLs are printed redacted,
+//! this is kept out of every message whole).
 //!
 //! Commands go to the master through a `ConnectionManager`, as with a single server. When a
 //! command fails the way a dead or demoted master fails (the connection refused or dropped, no
@@ -12,11 +14,23 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use redis::{
+    Client, Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, RedisResult, Value,
+};
+
+use super::conn::refuses;
 
 /// The Sentinels are asked again at most this often while the master fails: an outage costs one
 /// question per interval, not one per command.
 pub(super) const ASK_AGAIN_AFTER: Duration = Duration::from_millis(250);
+
+/// The Sentinels' own credentials; both None for Sentinels that ask for none. No `Debug`: there
+/// is nothing in it to print.
+#[derive(Clone, Default)]
+pub struct SentinelAuth {
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
 
 /// `redis+sentinel://…` read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +91,20 @@ impl SentinelUrl {
     fn sentinel_url(&self, address: &str) -> String {
         format!("{}://{address}", self.scheme)
     }
+
+    /// A client for the Sentinel at `address`, which authenticates with `auth` on every
+    /// connection it opens.
+    fn sentinel_client(&self, address: &str, auth: &SentinelAuth) -> RedisResult<Client> {
+        let info = self.sentinel_url(address).into_connection_info()?;
+        let mut settings = info.redis_settings().clone();
+        if let Some(username) = &auth.username {
+            settings = settings.set_username(username);
+        }
+        if let Some(password) = &auth.password {
+            settings = settings.set_password(password);
+        }
+        Client::open(info.set_redis_settings(settings))
+    }
 }
 
 /// The master as the Sentinels name it, and the connection to it.
@@ -100,13 +128,14 @@ pub(super) struct FollowedMaster {
 impl FollowedMaster {
     pub(super) fn new(
         url: SentinelUrl,
+        auth: &SentinelAuth,
         config: ConnectionManagerConfig,
         connect_timeout: Duration,
     ) -> RedisResult<Self> {
         let sentinels = url
             .sentinels
             .iter()
-            .map(|s| Client::open(url.sentinel_url(s)))
+            .map(|s| url.sentinel_client(s, auth))
             .collect::<RedisResult<_>>()?;
         // Checked now: a bad URL is a configuration error, not an outage.
         Client::open(url.master_url("localhost:6379"))?;
@@ -120,8 +149,11 @@ impl FollowedMaster {
         })
     }
 
-    /// The master's address as the first Sentinel that answers names it.
+    /// The master's address as the first Sentinel that answers names it. When none does, a
+    /// Sentinel's refusal of the credentials is the answer, rather than another one's silence:
+    /// waiting mends an outage, not a wrong password, so the start must hear of the password.
     pub(super) async fn master_address(&self) -> RedisResult<String> {
+        let mut refusal = None;
         let mut last = None;
         for sentinel in &self.sentinels {
             let asked = async {
@@ -139,6 +171,7 @@ impl FollowedMaster {
             };
             match tokio::time::timeout(self.connect_timeout, asked).await {
                 Ok(Ok(address)) => return Ok(address),
+                Ok(Err(e)) if refuses(&e) => refusal = Some(e),
                 Ok(Err(e)) => last = Some(e),
                 Err(_) => {
                     last = Some(RedisError::from(std::io::Error::new(
@@ -148,7 +181,7 @@ impl FollowedMaster {
                 }
             }
         }
-        Err(last.unwrap_or_else(|| {
+        Err(refusal.or(last).unwrap_or_else(|| {
             RedisError::from(std::io::Error::other("no Sentinel is configured"))
         }))
     }
