@@ -35,6 +35,7 @@ fn main() {
             id: new_visitor_id(),
             bits: 16,
             expires_at: i64::MAX,
+            claimed: false,
         };
         sealed.push(signer.seal_seed(&seed).unwrap_or_default());
     }

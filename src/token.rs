@@ -74,6 +74,9 @@ pub struct Seed {
     pub id: String,
     pub bits: u8,
     pub expires_at: Millis,
+    /// The id was counted against the visitor's address already (a Turnstile answer whose
+    /// siteverify could not be asked): the solution's place is that ticket, not a new claim.
+    pub claimed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,6 +258,7 @@ impl Signer {
     pub fn seal_seed(&self, seed: &Seed) -> Result<String, SignError> {
         let mut w = Writer::new(KIND_SEED, &seed.id, "", seed.expires_at);
         w.uint(u64::from(seed.bits));
+        w.uint(u64::from(seed.claimed));
         self.seal(&w.0)
     }
 
@@ -274,11 +278,17 @@ impl Signer {
         r.text()?;
         let expires_at = r.int()?;
         let bits = u8::try_from(r.uint()?).ok()?;
+        let claimed = match r.uint()? {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
         let fresh = !id.is_empty() && r.0.is_empty() && expires_at >= now;
         fresh.then_some(Seed {
             id,
             bits,
             expires_at,
+            claimed,
         })
     }
 
@@ -520,6 +530,7 @@ mod tests {
             id: new_visitor_id(),
             bits: 18,
             expires_at: 10_000,
+            claimed: true,
         };
         let raw = s.seal_seed(&seed).unwrap_or_default();
         assert!(raw.len() < 120, "{} bytes", raw.len());

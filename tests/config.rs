@@ -444,6 +444,33 @@ fn turnstile_defaults_follow_cloudflare_and_the_secret_comes_from_the_environmen
             .any(|w| w.contains("test secrets") && w.contains("every challenge fails")),
         "{warnings:?}"
     );
+    // The defaults fail open, and `--test` says so in plain words.
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("turnstile.action = \"log\"") && w.contains("still gets a place")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("turnstile.on_unreachable = \"allow\"")
+                && w.contains("unverified")),
+        "{warnings:?}"
+    );
+    let strict = text.replace(
+        "secret = \"from-the-file\"",
+        "secret = \"from-the-file\"\naction = \"infinite_queue\"\non_unreachable = \"proof_of_work\"",
+    );
+    let (strict, warnings) = Config::parse(&strict, &with_secrets(), false).unwrap();
+    let strict = strict.turnstile.unwrap();
+    assert_eq!(strict.on_unreachable, OnUnreachable::ProofOfWork);
+    assert!(
+        !warnings
+            .iter()
+            .any(|w| w.contains("still gets a place") || w.contains("unverified")),
+        "{warnings:?}"
+    );
     let printed = config.masked_toml();
     assert!(!printed.contains("2x000") && !printed.contains("from-the-file"));
     assert!(printed.contains("[turnstile]"));
@@ -459,7 +486,10 @@ fn turnstile_defaults_follow_cloudflare_and_the_secret_comes_from_the_environmen
     );
     let local = plain.replace("verify.example.com", "127.0.0.1:9");
     let (_, warnings) = Config::parse(&local, &with_secrets(), false).unwrap();
-    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(
+        !warnings.iter().any(|w| w.contains("unencrypted")),
+        "{warnings:?}"
+    );
 }
 
 #[test]

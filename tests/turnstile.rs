@@ -401,3 +401,40 @@ async fn without_turnstile_nobody_is_challenged_and_the_endpoint_does_not_exist(
     let answer = other.post_form(TURNSTILE_PATH, &form(DUMMY_TOKEN)).await;
     assert_eq!(answer.status, 404);
 }
+
+/// `on_unreachable = "proof_of_work"`: while siteverify cannot be reached, the answer is a proof
+/// of work instead of a place; its solution takes the ticket the Turnstile answer already counted
+/// against the address (2 new places a minute here: the first visitor's and this one's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_siteverify_asks_for_a_proof_of_work_instead() {
+    let siteverify = FakeSiteverify::start(Behaviour::Cloudflare);
+    let refusing = common::proxy::RefusingPort::bind();
+    let mut options = Options::new(&siteverify, PASS_SECRET);
+    options.url = format!("http://{}/siteverify", refusing.addr);
+    options.on_unreachable = "proof_of_work";
+    let rest = format!(
+        "{}[proof_of_work]\ndifficulty_bits = 8\n[rate_limit]\ntickets_per_ip_per_minute = 2\n\
+         burst = 2\nmax_live_tickets_per_ip = 0\n",
+        options.section()
+    );
+    let proxy = TestProxy::start_with(FULL_ROOM, &rest);
+    assert!(proxy.visitor().get("/").await.reached_origin());
+
+    let mut v = proxy.visitor();
+    let asked = v.post_form(TURNSTILE_PATH, &form(DUMMY_TOKEN)).await;
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    let challenge = asked.json()["waitroom"]["challenge"].clone();
+    assert_eq!(challenge["kind"], "proof_of_work", "{challenge}");
+    assert!(v.cookie.is_none(), "no place yet");
+    let seed = challenge["seed"].as_str().unwrap();
+    let nonce = waitroom::core::proof::solve(seed, 8, 0);
+    let seed: String = form_urlencoded::byte_serialize(seed.as_bytes()).collect();
+    let placed = v
+        .post_form("/__waitroom/proof", &format!("seed={seed}&nonce={nonce}"))
+        .await;
+    assert_eq!(placed.status, 200, "{}", placed.body);
+    assert_eq!(placed.json()["waitroom"]["position"], 1, "{}", placed.body);
+    assert!(v.cookie.is_some());
+    assert_eq!(counted(&proxy, &verifications("unreachable")).await, 1);
+    assert_eq!(proxy.state().await["queue_length"], 1);
+}

@@ -95,8 +95,15 @@ impl Gate {
             Verification::Unreachable(e) => {
                 self.room.metrics.challenge(ChallengeResult::Unreachable);
                 log::warn!("turnstile: {e}");
-                if turnstile.on_unreachable == OnUnreachable::Retry {
-                    return Answered::TryAgain;
+                match turnstile.on_unreachable {
+                    OnUnreachable::Allow => {}
+                    OnUnreachable::Retry => return Answered::TryAgain,
+                    // The ticket claimed above is the seed's: its solution takes that place
+                    // and claims no second one from the address.
+                    OnUnreachable::ProofOfWork => {
+                        let asked = self.proof_challenge(&settings, req, None, claimed);
+                        return Answered::Decided(self.counted(asked, settings));
+                    }
                 }
             }
         }

@@ -46,7 +46,7 @@ impl Gate {
         // No place without a proof of work while it is on: not a pass given at once, not a
         // place in line. A ticket whose place was lost paid for it already.
         if restore.is_none() && answer == ChallengeAnswer::None && self.proof_required(settings) {
-            return self.proof_challenge(settings, req, None);
+            return self.proof_challenge(settings, req, None, None);
         }
         // Every new place counts against its address, whether it is a place in line or a pass
         // given at once: else one address takes a room that has space by plain requests. A

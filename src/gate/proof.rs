@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 
 use crate::config::RoomSettings;
-use crate::config::model::{OnStoreError, ProofOfWorkConfig};
+use crate::config::model::{OnStoreError, OnUnreachable, ProofOfWorkConfig};
 use crate::core::proof::{self, MAX_NONCE_DIGITS, SeedCounts};
 use crate::observe::ProofResult;
 use crate::request::view::Request;
@@ -58,12 +58,14 @@ impl Gate {
     }
 
     /// A fresh seed and the page (or JSON) that asks for its solution; nothing is stored. Its
-    /// difficulty rises with the seeds the visitor's address asked for this minute.
+    /// difficulty rises with the seeds the visitor's address asked for this minute. `claimed`:
+    /// a ticket id already counted against the address, which the solution's place will be.
     pub(super) fn proof_challenge(
         &self,
         settings: &RoomSettings,
         req: &Request<'_>,
         refused: Option<ProofResult>,
+        claimed: Option<String>,
     ) -> Decision {
         let now = self.room.clock.now_ms();
         let rule = &self.rules.proof;
@@ -76,7 +78,8 @@ impl Gate {
             None => 1,
         };
         let seed = Seed {
-            id: new_visitor_id(),
+            claimed: claimed.is_some(),
+            id: claimed.unwrap_or_else(new_visitor_id),
             bits: rule.config.escalation.bits(asked),
             expires_at: now.saturating_add(crate::clock::millis(rule.config.seed_lifetime)),
         };
@@ -115,14 +118,28 @@ impl Gate {
         let holds_place = self
             .token(req)
             .is_some_and(|token| self.room.store.revoked(token.visitor()).is_none());
-        if holds_place || !self.proof_required(&settings) {
+        // A seed is handed out only while a proof is asked, or when Turnstile cannot be checked
+        // (`on_unreachable = "proof_of_work"`): an answer to one is checked whichever it was.
+        if holds_place {
             return ProofAnswered::Decided(self.visit(req, ChallengeAnswer::None).await);
         }
-        let result = self.check_proof(form).await;
+        let (result, seed) = self.check_proof(form).await;
         self.room.metrics.proof(result);
-        if result != ProofResult::Passed {
-            let again = self.proof_challenge(&settings, req, Some(result));
-            return ProofAnswered::Refused(self.counted(again, settings));
+        let seed = match seed {
+            Some(seed) if result == ProofResult::Passed => seed,
+            _ if !self.proof_required(&settings) && !self.proof_falls_back() => {
+                return ProofAnswered::Decided(self.visit(req, ChallengeAnswer::None).await);
+            }
+            _ => {
+                let again = self.proof_challenge(&settings, req, Some(result), None);
+                return ProofAnswered::Refused(self.counted(again, settings));
+            }
+        };
+        if seed.claimed {
+            let claimed = Some(seed.id);
+            return ProofAnswered::Decided(
+                self.visit(req, ChallengeAnswer::Passed { claimed }).await,
+            );
         }
         // The per-address limit after the proof: a place refused by it costs the solver its
         // solution, and a flood of answers from one address pays for each.
@@ -136,7 +153,16 @@ impl Gate {
         ProofAnswered::Decided(self.visit(req, ChallengeAnswer::Passed { claimed }).await)
     }
 
-    async fn check_proof(&self, form: &[u8]) -> ProofResult {
+    /// Turnstile asks for a proof of work while siteverify cannot be reached.
+    fn proof_falls_back(&self) -> bool {
+        self.rules
+            .turnstile
+            .as_ref()
+            .is_some_and(|t| t.verifier.on_unreachable == OnUnreachable::ProofOfWork)
+    }
+
+    /// What the answer in `form` is worth, and its seed when it opened.
+    async fn check_proof(&self, form: &[u8]) -> (ProofResult, Option<Seed>) {
         let mut seed = None;
         let mut nonce = None;
         for (name, value) in form_urlencoded::parse(form) {
@@ -147,20 +173,21 @@ impl Gate {
             }
         }
         let (Some(text), Some(nonce)) = (seed, nonce) else {
-            return ProofResult::Malformed;
+            return (ProofResult::Malformed, None);
         };
         let Some(seed) = self.rules.signer.open_seed(&text, self.room.clock.now_ms()) else {
-            return ProofResult::Expired;
+            return (ProofResult::Expired, None);
         };
         if !proof::solves(&text, &nonce, seed.bits) {
-            return ProofResult::Wrong;
+            return (ProofResult::Wrong, Some(seed));
         }
-        match self.room.store.spend_seed(&seed.id, seed.expires_at).await {
+        let result = match self.room.store.spend_seed(&seed.id, seed.expires_at).await {
             Ok(true) => ProofResult::Passed,
             Ok(false) => ProofResult::Spent,
             // Whether the seed was spent cannot be known: the place the answer leads to meets
             // the same outage and follows `on_error`, as every newcomer's does.
             Err(_) => ProofResult::Passed,
-        }
+        };
+        (result, Some(seed))
     }
 }

@@ -11,6 +11,9 @@ pub struct RedisServer {
     port: u16,
     /// Set for a server that keeps its data (append-only file) across restarts.
     dir: Option<tempfile::TempDir>,
+    /// Where any other server writes what it must (a replica's copy of its master's data):
+    /// never the directory the tests run in.
+    scratch: tempfile::TempDir,
     /// Set for a server that only speaks TLS: (certificate, key, CA certificate).
     tls: Option<(PathBuf, PathBuf, PathBuf)>,
     /// A node of a Redis Cluster.
@@ -127,6 +130,7 @@ impl RedisServer {
         let mut server = Self {
             port,
             dir,
+            scratch: tempfile::tempdir().expect("temp dir"),
             tls,
             cluster: false,
             extra,
@@ -184,7 +188,8 @@ impl RedisServer {
                     .arg(dir.path());
             }
             None => {
-                cmd.args(["--appendonly", "no"]);
+                cmd.args(["--appendonly", "no", "--dir"])
+                    .arg(self.scratch.path());
             }
         }
         cmd.args(self.access.server_args());
@@ -343,6 +348,7 @@ impl RedisCluster {
                 let mut node = RedisServer {
                     port: 0,
                     dir: Some(tempfile::tempdir().expect("temp dir")),
+                    scratch: tempfile::tempdir().expect("temp dir"),
                     tls: None,
                     cluster: true,
                     extra: Vec::new(),

@@ -42,6 +42,9 @@ pub enum OnUnreachable {
     Allow,
     /// The challenge again: nobody gets a place unverified.
     Retry,
+    /// A proof of work instead (`[proof_of_work]`'s difficulty): a place costs something even
+    /// while Cloudflare cannot be asked.
+    ProofOfWork,
 }
 
 #[derive(Debug, Clone)]
@@ -107,6 +110,7 @@ pub(crate) fn turnstile(
         &[
             ("allow", OnUnreachable::Allow),
             ("retry", OnUnreachable::Retry),
+            ("proof_of_work", OnUnreachable::ProofOfWork),
         ],
     )?;
     let timeout = duration("turnstile.timeout", &t.timeout)?;
@@ -169,6 +173,23 @@ pub(crate) fn turnstile(
                 .parse::<std::net::IpAddr>()
                 .is_ok_and(|ip| ip.is_loopback())
     });
+    // What the defaults give away, said where an operator checks the file: both fail open.
+    if action == TurnstileAction::Log {
+        warnings.push(
+            "turnstile.action = \"log\": a visitor whose challenge fails still gets a place \
+             (counted in waitroom_turnstile_verifications_total{outcome=\"failed\"}); \
+             \"infinite_queue\" parks it instead"
+                .into(),
+        );
+    }
+    if on_unreachable == OnUnreachable::Allow {
+        warnings.push(
+            "turnstile.on_unreachable = \"allow\": while siteverify cannot be reached, every \
+             newcomer gets a place unverified; \"proof_of_work\" asks for a proof of work \
+             instead, \"retry\" lets nobody in"
+                .into(),
+        );
+    }
     if siteverify_url.scheme() == "http" && !loopback {
         warnings
             .push("turnstile.siteverify_url is plain http: the secret travels unencrypted".into());
