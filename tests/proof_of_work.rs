@@ -288,3 +288,38 @@ async fn the_pages_carry_the_solver() {
     assert!(page.body.contains("id=\"wr-proof-parts\" data-seed=\"v2."));
     assert!(page.body.contains("data-difficulty-bits=\"8\""));
 }
+
+/// One solution posted by 20 clients at once, across two proxies sharing Redis: one place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_solution_posted_at_once_by_many_clients_is_one_place() {
+    let redis = RedisServer::start();
+    let proxies = TestProxy::sharing_redis(
+        2,
+        &redis.url(),
+        Sections {
+            room: ROOM,
+            rest: PROOF,
+            ..Sections::default()
+        },
+    );
+    let (seed, bits, _) = challenge(&proxies[0].visitor().get_json("/").await);
+    let form = answer_form(&seed, &solve(&seed, bits, 0).to_string());
+    let answers = futures_util::future::join_all((0..20).map(|i| {
+        let mut v = proxies[i % 2].visitor();
+        let form = form.clone();
+        async move { v.post_form("/__waitroom/proof", &form).await.status }
+    }))
+    .await;
+    assert_eq!(
+        answers.iter().filter(|s| **s == 200).count(),
+        1,
+        "{answers:?}"
+    );
+    assert_eq!(
+        answers.iter().filter(|s| **s == 403).count(),
+        19,
+        "{answers:?}"
+    );
+    assert_eq!(proxies[0].state().await["occupancy"], 1);
+    assert_eq!(proxies[0].origin.requests().len(), 0);
+}
