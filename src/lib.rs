@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod config;
 pub mod core;
+pub mod entry;
 pub mod gate;
 pub mod language;
 pub mod observe;

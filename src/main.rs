@@ -60,6 +60,22 @@ enum Command {
         #[arg(long, default_value_t = waitroom::tools::calibrate::DEFAULT_MARGIN)]
         margin: f64,
     },
+    /// Print an entry token for a members-only line ([entry]), signed with entry.secret (or
+    /// WR_ENTRY_SECRET) as the shop's sign-in would: for demos and tests.
+    SignEntry {
+        /// The room's configuration file.
+        #[arg(long, short)]
+        config: PathBuf,
+        /// The customer's key (its id at the shop).
+        #[arg(long)]
+        key: String,
+        /// How long the token is valid.
+        #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
+        ttl: Duration,
+        /// The room's id, when the token is for one room only.
+        #[arg(long)]
+        room: Option<String>,
+    },
 }
 
 /// A duration as the config file writes it: "5m", "90s", "1500ms".
@@ -119,9 +135,41 @@ fn main() -> ExitCode {
             }),
             _,
         ) => calibrate(&summary, session, margin),
+        (
+            Some(Command::SignEntry {
+                config,
+                key,
+                ttl,
+                room,
+            }),
+            _,
+        ) => sign_entry(&config, &key, ttl, room.as_deref()),
         (None, Some(config)) => run(&config, cli.test, cli.dev, cli.upgrade),
         (None, None) => {
             eprintln!("waitroom-proxy: --config FILE is required");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `waitroom-proxy sign-entry`: the token on standard output; exit 2 on a bad file or key.
+fn sign_entry(path: &Path, key: &str, ttl: Duration, room: Option<&str>) -> ExitCode {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let signed = ConfigFile::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|file| {
+            waitroom::tools::sign_entry::sign_entry(&file, &ProcessEnvironment, key, ttl, room, now)
+                .map_err(|e| e.to_string())
+        });
+    match signed {
+        Ok(token) => {
+            println!("{token}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("waitroom-proxy: {}: {e}", path.display());
             ExitCode::from(2)
         }
     }

@@ -113,6 +113,8 @@ const KEY_LABEL: &[u8] = b"waitroom cookie key v2\0";
 const AAD_LABEL: &[u8] = b"waitroom cookie v2\0";
 const NONCE_BYTES: usize = 24;
 const TAG_BYTES: usize = 16;
+/// Labels the key `member_id` hashes with, apart from the cookies' key.
+const MEMBER_KEY_LABEL: &[u8] = b"waitroom member id v1\0";
 const KIND_TICKET: u8 = 1;
 const KIND_PASS: u8 = 2;
 const KIND_SEED: u8 = 3;
@@ -161,6 +163,8 @@ pub enum SignError {
 pub struct Signer {
     /// The associated data of every sealed token: a label and the room's id.
     aad: Vec<u8>,
+    /// Keys the visitor id of a members-only line's customer (`member_id`).
+    member_key: [u8; 32],
     cipher: XChaCha20Poly1305,
     room: String,
     legacy: DecodingKey,
@@ -186,7 +190,13 @@ impl Signer {
             .chain_update(secret)
             .finalize()
             .into();
+        let member_key: [u8; 32] = Sha256::new()
+            .chain_update(MEMBER_KEY_LABEL)
+            .chain_update(secret)
+            .finalize()
+            .into();
         Ok(Self {
+            member_key,
             aad: [AAD_LABEL, room.as_bytes()].concat(),
             cipher: XChaCha20Poly1305::new(&key.into()),
             room: room.to_owned(),
@@ -253,6 +263,19 @@ impl Signer {
         w.int(p.admitted_at);
         w.int(p.renewed_at);
         self.seal(&w.0)
+    }
+
+    /// The visitor id of the customer `key` in a members-only line: the same for every device
+    /// and instance (so the key holds one place), unguessable without the secret, and telling
+    /// nothing of the key.
+    pub fn member_id(&self, key: &str) -> String {
+        let digest: [u8; 32] = Sha256::new()
+            .chain_update(self.member_key)
+            .chain_update(&self.aad)
+            .chain_update(key.as_bytes())
+            .finalize()
+            .into();
+        URL_SAFE_NO_PAD.encode(&digest[..16])
     }
 
     pub fn seal_seed(&self, seed: &Seed) -> Result<String, SignError> {

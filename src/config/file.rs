@@ -35,6 +35,8 @@ pub struct ConfigFile {
     #[serde(default)]
     pub proof_of_work: ProofOfWorkSection,
     #[serde(default)]
+    pub entry: EntrySection,
+    #[serde(default)]
     pub rate_limit: RateLimitSection,
     #[serde(default)]
     pub autopilot: AutopilotSection,
@@ -614,6 +616,34 @@ pub struct ProofOfWorkSection {
     pub free_seeds_per_minute: u32,
     /// The difficulty never rises above this.
     pub max_difficulty_bits: u8,
+}
+
+/// Members-only lines: a newcomer brings a token the shop signed for a signed-in customer.
+#[derive(Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EntrySection {
+    pub require_token: bool,
+    /// HS256; prefer the WR_ENTRY_SECRET variable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// A PEM file with the shop's public key (RS256 or EdDSA), instead of `secret`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    /// Where a newcomer without a token is sent to sign in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub login_url: Option<String>,
+}
+
+/// By hand: `secret` must not show in a debug print.
+impl std::fmt::Debug for EntrySection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntrySection")
+            .field("require_token", &self.require_token)
+            .field("secret", &masked_secret(self.secret.as_deref()))
+            .field("public_key", &self.public_key)
+            .field("login_url", &self.login_url)
+            .finish()
+    }
 }
 
 /// 2^16 = 65 536 hashes on average: 0.7 s of headless Chromium's WebCrypto on the 2-core machine

@@ -19,6 +19,9 @@ pub enum ChallengeAnswer {
     Passed {
         claimed: Option<String>,
     },
+    /// A valid entry token of a members-only line: the customer's key is the price of its
+    /// place, no challenge is asked.
+    Member,
 }
 
 /// The outcome of `POST /__waitroom/turnstile`.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::clock::Millis;
 use crate::config::RoomSettings;
 use crate::core::estimate::WaitEstimate;
+use crate::entry::EntryRefusal;
 use crate::observe::{Outcome, ProofResult};
 use crate::token::{Pass, Ticket};
 use crate::turnstile::Challenge;
@@ -44,6 +45,13 @@ pub enum Answer {
     /// The visitor's pass was revoked because it was used from too many networks: told why,
     /// its cookie cleared (its next request starts over, like anyone's).
     Shared,
+    /// A members-only line (`[entry]`): a valid entry token came; the visitor is sent back to
+    /// `target` (the URL without the token) with what `then` decided for its key's place.
+    Entered { target: String, then: Box<Decision> },
+    /// A members-only line and a newcomer without a token: to the shop's sign-in.
+    EntryRequired,
+    /// A members-only line and a token that does not hold.
+    EntryRefused(EntryRefusal),
 }
 
 /// The challenge a newcomer is asked.
@@ -117,6 +125,10 @@ impl Decision {
             Decision::Answer(Answer::Challenge { .. }) => Outcome::Challenged,
             Decision::Answer(Answer::Limited { .. }) => Outcome::Limited,
             Decision::Answer(Answer::Shared) => Outcome::Revoked,
+            Decision::Answer(Answer::Entered { then, .. }) => then.outcome(),
+            Decision::Answer(Answer::EntryRequired | Answer::EntryRefused(_)) => {
+                Outcome::Challenged
+            }
         }
     }
 }

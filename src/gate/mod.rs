@@ -9,6 +9,7 @@
 
 mod challenge;
 mod decision;
+mod entry;
 mod newcomer;
 mod proof;
 mod standing;
@@ -30,6 +31,7 @@ use crate::core::estimate::WaitEstimate;
 use crate::core::fairness::FairnessWindow;
 use crate::core::ip_limit::IpLimits;
 use crate::core::sharing::{PassLimits, UseVerdict};
+use crate::entry::EntryVerifier;
 use crate::observe::Outcome;
 use crate::request::client::network_key;
 use crate::request::crawler;
@@ -58,6 +60,8 @@ pub struct GateRules {
     pub turnstile: Option<TurnstileRule>,
     /// `[proof_of_work]`: newcomers solve a seed before they get any place, when it is on.
     pub proof: ProofRule,
+    /// `[entry]`: the line is for customers who bring the shop's entry token.
+    pub entry: Option<Arc<EntryVerifier>>,
 }
 
 /// `[turnstile]` as the gate holds it: what verifies an answer, and what a page or an app is
@@ -94,8 +98,15 @@ impl Gate {
     /// excluded).
     pub async fn decide(&self, req: &Request<'_>) -> Decided {
         let settings = self.settings();
+        let entry_token = self
+            .rules
+            .entry
+            .as_ref()
+            .and_then(|verifier| Some((verifier, crate::entry::token_in(req.query)?)));
         let decision = if settings.bypass.iter().any(|p| p.matches(req.path)) {
             Decision::Forward(Forward::plain(Outcome::Bypassed))
+        } else if let Some((verifier, token)) = entry_token {
+            self.enter(verifier, &token, req, &settings).await
         } else {
             self.visit_with(req, &settings, ChallengeAnswer::None).await
         };

@@ -43,6 +43,11 @@ impl Gate {
             }
             QueueingMethod::Fifo | QueueingMethod::Random | QueueingMethod::Lottery => {}
         }
+        // A members-only line: no place without the shop's entry token (a ticket whose place
+        // was lost had one).
+        if self.rules.entry.is_some() && restore.is_none() && answer != ChallengeAnswer::Member {
+            return self.entry_required();
+        }
         // No place without a proof of work while it is on: not a pass given at once, not a
         // place in line. A ticket whose place was lost paid for it already.
         if restore.is_none() && answer == ChallengeAnswer::None && self.proof_required(settings) {

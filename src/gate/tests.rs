@@ -234,6 +234,7 @@ fn bench(room: &str, rest: &str) -> Bench {
                 }
             }),
             proof: ProofRule::new(config.proof_of_work),
+            entry: None,
         },
     );
     let admission = AdmissionLoop::new(

@@ -115,6 +115,39 @@ impl ProofResult {
     }
 }
 
+/// What an entry token (`[entry]`) or its absence came to, as `waitroom_entries_total{result}`
+/// counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryResult {
+    /// A valid token: the customer's place (or the per-address limit's refusal).
+    Entered,
+    /// A newcomer without a token in a members-only line.
+    Required,
+    Forged,
+    Expired,
+    OtherRoom,
+}
+
+impl EntryResult {
+    pub const ALL: [EntryResult; 5] = [
+        EntryResult::Entered,
+        EntryResult::Required,
+        EntryResult::Forged,
+        EntryResult::Expired,
+        EntryResult::OtherRoom,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            EntryResult::Entered => "entered",
+            EntryResult::Required => "required",
+            EntryResult::Forged => "forged",
+            EntryResult::Expired => "expired",
+            EntryResult::OtherRoom => "other_room",
+        }
+    }
+}
+
 /// Every `kind` of `waitroom_upstream_errors_total`, in the order of [`UpstreamFailure`].
 pub const UPSTREAM_ERROR_KINDS: [&str; 5] = ["connect", "tls", "timeout", "status", "resolve"];
 

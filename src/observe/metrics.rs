@@ -2,8 +2,8 @@
 //! family labelled with the room, each room's series resolved once (`Metrics`).
 
 use super::labels::{
-    ChallengeResult, ORIGIN_CLASSES, Outcome, ProofResult, StreamRefusal, UpgradeRefusal,
-    UpstreamFailure,
+    ChallengeResult, EntryResult, ORIGIN_CLASSES, Outcome, ProofResult, StreamRefusal,
+    UpgradeRefusal, UpstreamFailure,
 };
 use prometheus::{
     Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
@@ -41,6 +41,7 @@ pub const NAMES: &[&str] = &[
     "waitroom_turnstile_parked_total",
     "waitroom_proofs_total",
     "waitroom_proof_seeds_total",
+    "waitroom_entries_total",
     "waitroom_autopilot_total_active_users",
     "waitroom_autopilot_new_users_per_minute",
     "waitroom_origin_inflight",
@@ -108,6 +109,7 @@ pub struct Metrics {
     proofs: [IntCounter; 5],
     /// Proof-of-work seeds handed out (each a challenge shown; nothing stored for it).
     pub proof_seeds: IntCounter,
+    entries: [IntCounter; 5],
     /// The limits in force (the autopilot's setpoint, or the room's own when it is off).
     pub autopilot_total_active_users: IntGauge,
     pub autopilot_new_users_per_minute: IntGauge,
@@ -179,6 +181,7 @@ pub struct MetricsRegistry {
     turnstile_parked: IntCounterVec,
     proofs: IntCounterVec,
     proof_seeds: IntCounterVec,
+    entries: IntCounterVec,
     autopilot_total_active_users: IntGaugeVec,
     autopilot_new_users_per_minute: IntGaugeVec,
     origin_inflight: IntGaugeVec,
@@ -373,6 +376,12 @@ impl MetricsRegistry {
                 "Proof-of-work seeds handed out to newcomers",
                 room,
             ),
+            entries: counter(
+                "waitroom_entries_total",
+                "Members-only lines: entry tokens by result (entered, forged, expired, \
+                 other_room) and newcomers without one (required)",
+                &["room", "result"],
+            ),
             autopilot_total_active_users: gauge(
                 "waitroom_autopilot_total_active_users",
                 "total_active_users in force: the autopilot's, or the room's own when it is off",
@@ -472,6 +481,7 @@ impl MetricsRegistry {
             turnstile_parked: self.turnstile_parked.with_label_values(&[id]),
             proofs: ProofResult::ALL.map(|r| self.proofs.with_label_values(&with(r.label()))),
             proof_seeds: self.proof_seeds.with_label_values(&[id]),
+            entries: EntryResult::ALL.map(|r| self.entries.with_label_values(&with(r.label()))),
             autopilot_total_active_users: self
                 .autopilot_total_active_users
                 .with_label_values(&[id]),
@@ -508,6 +518,10 @@ impl Metrics {
 
     pub fn challenge(&self, result: ChallengeResult) {
         self.turnstile_verifications[result as usize].inc();
+    }
+
+    pub fn entry(&self, result: EntryResult) {
+        self.entries[result as usize].inc();
     }
 
     pub fn proof(&self, result: ProofResult) {

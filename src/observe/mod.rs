@@ -10,7 +10,7 @@ mod labels;
 mod metrics;
 
 pub use labels::{
-    ChallengeResult, ORIGIN_CLASSES, Outcome, ProofResult, STREAM_REFUSALS, StreamRefusal,
-    UPGRADE_REFUSALS, UPSTREAM_ERROR_KINDS, UpgradeRefusal, UpstreamFailure,
+    ChallengeResult, EntryResult, ORIGIN_CLASSES, Outcome, ProofResult, STREAM_REFUSALS,
+    StreamRefusal, UPGRADE_REFUSALS, UPSTREAM_ERROR_KINDS, UpgradeRefusal, UpstreamFailure,
 };
 pub use metrics::{HISTOGRAMS, Metrics, MetricsRegistry, NAMES, OriginMetrics, PROCESS_NAMES};

@@ -226,6 +226,14 @@ impl WaitroomProxy {
     /// client's spelling of it.
     fn forwarding(&self, ctx: &mut RequestCtx, req: &RequestHeader, canonical: &Canonical<'_>) {
         ctx.target = canonical.target.rewritten().map(str::to_owned);
+        // An entry token on a path the room does not hold (a bypassed one) still never reaches
+        // the origin: the protected ones were redirected without it.
+        let query = canonical.target.query();
+        if crate::entry::token_in(query).is_some()
+            && self.fronts.iter().any(|f| f.gate.members_only())
+        {
+            ctx.target = Some(crate::entry::without_token(canonical.target.path(), query));
+        }
         if self.origin.host_header.is_none() {
             ctx.host = host_to_forward(req, canonical.host.as_ref());
         }

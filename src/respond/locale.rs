@@ -90,6 +90,9 @@ pub struct FailureTexts {
     /// 403: a pass revoked for being shared (`pass.max_networks`).
     pub shared: &'static str,
     pub shared_message: &'static str,
+    /// 403: a members-only line (`[entry]`) and no valid entry token.
+    pub members_only: &'static str,
+    pub members_only_message: &'static str,
 }
 
 mod texts;

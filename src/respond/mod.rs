@@ -46,6 +46,8 @@ pub struct Responder {
     status_url: String,
     /// Where a proof of work's answer goes.
     proof_url: String,
+    /// `entry.login_url`: where a members-only line sends a newcomer without a token.
+    login_url: Option<String>,
     clock: SharedClock,
 }
 
@@ -70,8 +72,15 @@ impl Responder {
             cookies,
             status_url: Reserved::Status.url(named),
             proof_url: Reserved::Proof.url(named),
+            login_url: None,
             clock: room.clock.clone(),
         })
+    }
+
+    /// A members-only line's sign-in (`entry.login_url`).
+    pub fn with_login_url(mut self, login_url: Option<String>) -> Self {
+        self.login_url = login_url;
+        self
     }
 
     pub fn branding(&self) -> &Branding {
@@ -112,6 +121,51 @@ impl Responder {
                 limit,
             } => self.limited(*retry_after_secs, *limit, format),
             Answer::Shared => self.shared(format),
+            Answer::Entered { target, then } => self.entered(settings, target, then, format),
+            Answer::EntryRequired => self.members_only(None, format),
+            Answer::EntryRefused(refused) => self.members_only(Some(refused.label()), format),
+        }
+    }
+
+    /// Back to the URL without the entry token (303), with the cookie of the key's place; an
+    /// answer that is no place (the per-address limit, a closed room) is given as it is.
+    fn entered(
+        &self,
+        settings: &RoomSettings,
+        target: &str,
+        then: &Decision,
+        format: Format,
+    ) -> Reply {
+        let cookie = match then {
+            Decision::Forward(forward) => self.pass_cookie(forward),
+            Decision::Answer(Answer::Wait(wait)) => self
+                .cookies
+                .ticket(&wait.ticket, settings.abandon_after.as_secs()),
+            Decision::Answer(other) => return self.reply(settings, other, format),
+        };
+        let reply = Reply::text(303, "").with_header("location", target.to_owned());
+        match cookie {
+            Some(cookie) => reply.with_header("set-cookie", cookie),
+            None => reply,
+        }
+    }
+
+    /// A members-only line without a valid token: to the sign-in (303) when there is one, else a
+    /// page that says so; JSON clients get why and where to sign in.
+    fn members_only(&self, refused: Option<&'static str>, format: Format) -> Reply {
+        match (format, &self.login_url) {
+            (Format::Json, login_url) => Reply::json(
+                403,
+                &serde_json::json!({
+                    "error": if refused.is_some() { "entry_refused" } else { "entry_required" },
+                    "reason": refused,
+                    "login_url": login_url,
+                }),
+            ),
+            (Format::Page(_), Some(login_url)) => {
+                Reply::text(303, "").with_header("location", login_url.clone())
+            }
+            (Format::Page(locale), None) => self.error_page_in(403, Failure::MembersOnly, locale),
         }
     }
 

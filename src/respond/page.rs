@@ -133,6 +133,8 @@ pub enum Failure {
     Limited { limit: Limit, retry_after_secs: u64 },
     /// 403: the visitor's pass was revoked for being shared.
     Shared,
+    /// 403: the line is for signed-in customers (`[entry]`), and no valid token came.
+    MembersOnly,
 }
 
 pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
@@ -272,6 +274,7 @@ pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
             (heading, format!("{reason} {retry}"))
         }
         Failure::Shared => (t.shared, t.shared_message.to_owned()),
+        Failure::MembersOnly => (t.members_only, t.members_only_message.to_owned()),
     };
     ErrorPage {
         b: &view.look.branding,

@@ -8,6 +8,7 @@ use super::start::StartError;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::config::model::RoomConfig;
+use crate::entry::EntryVerifier;
 use crate::gate::{Gate, GateRules, ProofRule, TurnstileRule};
 use crate::observe::MetricsRegistry;
 use crate::proxy::Front;
@@ -26,6 +27,7 @@ pub(super) struct Common<'a> {
     pub clock: SharedClock,
     pub metrics: &'a MetricsRegistry,
     pub turnstile: Option<Arc<Turnstile>>,
+    pub entry: Option<Arc<EntryVerifier>>,
 }
 
 /// One room's parts, each handed to the service that runs it.
@@ -68,16 +70,17 @@ pub(super) fn assemble(
     );
     // A page names its room to the reserved paths only when the proxy has several.
     let named = (config.rooms.len() > 1).then_some(room_config.id.as_str());
-    let responder = Responder::new(&room, room_config, cookies, named).map_err(|reason| {
-        StartError::PageTemplate {
+    let login_url = config.entry.as_ref().and_then(|e| e.login_url.clone());
+    let responder = Responder::new(&room, room_config, cookies, named)
+        .map(|r| r.with_login_url(login_url))
+        .map_err(|reason| StartError::PageTemplate {
             path: room_config
                 .template
                 .as_ref()
                 .map(|t| t.path.display().to_string())
                 .unwrap_or_default(),
             reason,
-        }
-    })?;
+        })?;
     let gate = Arc::new(Gate::new(
         room.clone(),
         GateRules {
@@ -90,6 +93,7 @@ pub(super) fn assemble(
                 challenge: Arc::new(verifier.challenge(&Reserved::Turnstile.url(named))),
             }),
             proof: ProofRule::new(config.proof_of_work),
+            entry: common.entry.clone(),
         },
     ));
     let room_loop = Arc::new(RoomLoop::new(room.clone()));

@@ -20,6 +20,7 @@ use super::listeners::{self, capacity};
 use super::rooms::{Common, assemble};
 use super::stores::open_stores;
 use crate::config::Config;
+use crate::entry::EntryVerifier;
 use crate::observe::MetricsRegistry;
 use crate::proxy::Connections;
 use crate::proxy::origin::{OriginAddresses, OriginResolver};
@@ -88,6 +89,12 @@ pub fn build(
             .turnstile
             .as_ref()
             .map(Turnstile::new)
+            .transpose()?
+            .map(Arc::new),
+        entry: config
+            .entry
+            .as_ref()
+            .map(EntryVerifier::new)
             .transpose()?
             .map(Arc::new),
     };

@@ -35,6 +35,8 @@ pub enum StartError {
     Sign(#[from] SignError),
     #[error("{0}")]
     Turnstile(#[from] ClientError),
+    #[error("entry: the key cannot check tokens: {0}")]
+    Entry(#[from] jsonwebtoken::errors::Error),
     #[error("cannot read the open-file limit: {0}")]
     OpenFiles(#[from] nix::Error),
     #[error("page.template {path}: {reason}")]

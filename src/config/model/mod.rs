@@ -4,6 +4,7 @@
 mod autopilot;
 mod bypass;
 mod canonical;
+mod entry;
 mod listen;
 mod log;
 mod origin;
@@ -26,6 +27,7 @@ use std::time::Duration;
 
 pub use autopilot::AutopilotConfig;
 pub use bypass::{CookieRule, HeaderRule, MIN_BYPASS_SECRET_CHARS};
+pub use entry::{EntryConfig, EntryKey};
 pub use listen::{
     Cap, ENV_RUNTIME_DIRECTORY, ListenConfig, ListenTls, MAX_KEEPALIVE, PID_FILE_NAME,
     UPGRADE_SOCKET_NAME,
@@ -43,7 +45,8 @@ pub use room::{
 };
 pub use rooms::{RoomConfig, RoomPlace};
 pub use secrets::{
-    ENV_ADMIN_TOKEN, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES, mask_room,
+    ENV_ADMIN_TOKEN, ENV_ENTRY_SECRET, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES,
+    mask_room,
 };
 pub use store::{
     Backend, ENV_REDIS_URL, ENV_SENTINEL_PASSWORD, OnStoreError, SentinelAuth, StoreConfig,
@@ -137,6 +140,8 @@ pub struct Config {
     pub turnstile: Option<TurnstileConfig>,
     /// `[proof_of_work]`, on or off (an event may turn it on for its time only).
     pub proof_of_work: ProofOfWorkConfig,
+    /// `[entry]`, when the line is for members only.
+    pub entry: Option<EntryConfig>,
     /// The effective file (defaults filled in, environment applied), for `--test`.
     pub file: ConfigFile,
     /// The file this was loaded from: reloads read it again.
@@ -176,6 +181,7 @@ const PLAIN_SECTIONS: &[&str] = &[
     "log",
     "turnstile",
     "proof_of_work",
+    "entry",
     "rate_limit",
     "autopilot",
 ];
@@ -376,6 +382,7 @@ impl Config {
             turnstile::turnstile(&mut file.turnstile, env, &mut warnings),
         );
         let proof_of_work = keep(&mut errors, proof::proof_of_work(&file.proof_of_work));
+        let entry = keep(&mut errors, entry::entry(&mut file.entry, env, base_dir));
         if let (Some(admin), Some(listen)) = (&admin_address, &listen)
             && *admin == listen.address
         {
@@ -397,6 +404,7 @@ impl Config {
             Some(admin_address),
             Some(turnstile),
             Some(proof_of_work),
+            Some(entry),
         ) = (
             pass_secret,
             admin_token,
@@ -410,6 +418,7 @@ impl Config {
             admin_address,
             turnstile,
             proof_of_work,
+            entry,
         )
         else {
             return Err(ConfigError::all(errors));
@@ -443,6 +452,7 @@ impl Config {
             admin_ready_requires_store: file.admin.ready_requires_store,
             turnstile,
             proof_of_work,
+            entry,
             file,
             source: None,
             dev,

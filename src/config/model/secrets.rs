@@ -13,6 +13,7 @@ pub const MIN_SECRET_BYTES: usize = 32;
 pub const ENV_JWT_SECRET: &str = "WR_JWT_SECRET";
 pub const ENV_ADMIN_TOKEN: &str = "WR_ADMIN_TOKEN";
 pub const ENV_TURNSTILE_SECRET: &str = "WR_TURNSTILE_SECRET";
+pub const ENV_ENTRY_SECRET: &str = "WR_ENTRY_SECRET";
 
 const MASK: &str = "********";
 
@@ -83,6 +84,7 @@ impl Config {
             mask(&mut t.secret);
         }
         mask(&mut file.store.sentinel_password);
+        mask(&mut file.entry.secret);
         file.store.url = file.store.url.as_deref().map(masked_url);
         let rooms = file
             .room

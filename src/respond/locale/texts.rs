@@ -61,6 +61,8 @@ pub(super) const EN_US: Texts = Texts {
         retry_in_other: "This page tries again in {n} seconds.",
         shared: "Your pass was used from too many places",
         shared_message: "A pass admits one person. This one was used from more networks than one person uses in a session, so it was ended everywhere. Reload the page to join the line again.",
+        members_only: "This line is for signed-in customers",
+        members_only_message: "Sign in to the shop, then follow its link back here to take your place in line.",
     },
 };
 
@@ -122,6 +124,8 @@ pub(super) const ES_ES: Texts = Texts {
         retry_in_other: "Esta página lo volverá a intentar en {n} segundos.",
         shared: "Tu pase se ha usado desde demasiados lugares",
         shared_message: "Un pase es para una persona. Este se ha usado desde más redes de las que usa una persona en una sesión, así que se ha anulado en todas partes. Recarga la página para volver a la fila.",
+        members_only: "Esta fila es para clientes con sesión iniciada",
+        members_only_message: "Inicia sesión en la tienda y vuelve aquí con su enlace para ocupar tu lugar en la fila.",
     },
 };
 
@@ -183,6 +187,8 @@ pub(super) const FR_FR: Texts = Texts {
         retry_in_other: "Cette page réessaie dans {n}\u{a0}secondes.",
         shared: "Votre accès a été utilisé depuis trop d’endroits",
         shared_message: "Un accès est valable pour une personne. Celui-ci a été utilisé depuis plus de réseaux qu’une personne n’en utilise en une session\u{a0}; il a donc été annulé partout. Rechargez la page pour rejoindre la file.",
+        members_only: "Cette file est réservée aux clients connectés",
+        members_only_message: "Connectez-vous à la boutique, puis revenez ici par son lien pour prendre votre place dans la file.",
     },
 };
 
@@ -245,6 +251,8 @@ pub(super) const DE_DE: Texts = Texts {
         retry_in_other: "Diese Seite versucht es in {n} Sekunden erneut.",
         shared: "Ihr Zugang wurde von zu vielen Orten aus verwendet",
         shared_message: "Ein Zugang gilt für eine Person. Dieser wurde aus mehr Netzwerken verwendet, als eine Person in einer Sitzung nutzt, und wurde daher überall beendet. Laden Sie die Seite neu, um sich wieder anzustellen.",
+        members_only: "Diese Warteschlange ist für angemeldete Kunden",
+        members_only_message: "Melden Sie sich im Shop an und kehren Sie über seinen Link hierher zurück, um Ihren Platz einzunehmen.",
     },
 };
 
@@ -306,6 +314,8 @@ pub(super) const IT_IT: Texts = Texts {
         retry_in_other: "Questa pagina riprova tra {n} secondi.",
         shared: "Il tuo accesso è stato usato da troppi luoghi",
         shared_message: "Un accesso vale per una persona. Questo è stato usato da più reti di quante ne usi una persona in una sessione, quindi è stato chiuso ovunque. Ricarica la pagina per rimetterti in coda.",
+        members_only: "Questa coda è riservata ai clienti che hanno effettuato l’accesso",
+        members_only_message: "Accedi al negozio, poi torna qui dal suo link per prendere il tuo posto in coda.",
     },
 };
 
@@ -366,6 +376,8 @@ pub(super) const JA_JP: Texts = Texts {
         retry_in_other: "このページは {n} 秒後に再試行します。",
         shared: "入場パスが多くの場所から使われました",
         shared_message: "入場パスは 1 人用です。このパスは 1 回のセッションで 1 人が使うよりも多くのネットワークから使われたため、すべての場所で無効になりました。ページを再読み込みして、もう一度列に並んでください。",
+        members_only: "この列はログインしたお客様専用です",
+        members_only_message: "ショップにログインし、そのリンクからここに戻って列に並んでください。",
     },
 };
 
@@ -427,6 +439,8 @@ pub(super) const PT_BR: Texts = Texts {
         retry_in_other: "Esta página tenta novamente em {n} segundos.",
         shared: "Seu acesso foi usado em lugares demais",
         shared_message: "Um acesso vale para uma pessoa. Este foi usado em mais redes do que uma pessoa usa em uma sessão, por isso foi encerrado em todos os lugares. Recarregue a página para entrar na fila de novo.",
+        members_only: "Esta fila é para clientes conectados",
+        members_only_message: "Entre na loja e volte aqui pelo link dela para ocupar seu lugar na fila.",
     },
 };
 
@@ -486,5 +500,7 @@ pub(super) const ZH_CN: Texts = Texts {
         retry_in_other: "此页面将在 {n} 秒后重试。",
         shared: "您的通行证在太多地方被使用",
         shared_message: "一张通行证只供一人使用。这张通行证在一次会话中使用的网络多于一个人会使用的数量，因此已在所有地方失效。请重新加载页面以重新排队。",
+        members_only: "此队列仅限已登录的顾客",
+        members_only_message: "请先登录商店，再通过其链接回到这里排队。",
     },
 };
