@@ -268,16 +268,23 @@ async fn one_key_holds_one_place_across_redis_proxies() {
     assert_eq!(proxies[1].state().await["occupancy"], 2);
 }
 
+/// `waitroom-proxy sign-entry --config FILE --key dave ARGS`, without WR_ENTRY_SECRET.
+fn sign_entry(file: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
+        .args(["sign-entry", "--config"])
+        .arg(file)
+        .args(["--key", "dave"])
+        .args(args)
+        .env_remove("WR_ENTRY_SECRET")
+        .output()
+        .unwrap()
+}
+
 /// `waitroom-proxy sign-entry` prints a token the proxy takes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sign_entry_prints_a_token_the_proxy_takes() {
     let proxy = TestProxy::start_with(ROOM, &entry_section(true));
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
-        .args(["sign-entry", "--config"])
-        .arg(&proxy.config_file)
-        .args(["--key", "dave", "--ttl", "10m", "--room", "test-room"])
-        .output()
-        .unwrap();
+    let run = sign_entry(&proxy.config_file, &["--ttl", "10m", "--room", "test-room"]);
     assert!(
         run.status.success(),
         "{}",
@@ -295,13 +302,7 @@ async fn sign_entry_prints_a_token_the_proxy_takes() {
         .unwrap()
         .replace(&format!("secret = \"{ENTRY_SECRET}\""), "");
     std::fs::write(&file, text).unwrap();
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
-        .args(["sign-entry", "--config"])
-        .arg(&file)
-        .args(["--key", "dave"])
-        .env_remove("WR_ENTRY_SECRET")
-        .output()
-        .unwrap();
+    let run = sign_entry(&file, &[]);
     assert_eq!(run.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&run.stderr).contains("entry.secret is not set"));
 }

@@ -35,6 +35,16 @@ fn answer_form(seed: &str, nonce: &str) -> String {
     format!("seed={seed}&nonce={nonce}")
 }
 
+/// Two proxies of the room with the proof on, sharing `redis`.
+fn two_proxies_on(redis: &RedisServer) -> Vec<TestProxy> {
+    let sections = Sections {
+        room: ROOM,
+        rest: PROOF,
+        ..Sections::default()
+    };
+    TestProxy::sharing_redis(2, &redis.url(), sections)
+}
+
 fn origin_requests(proxy: &TestProxy) -> usize {
     proxy.origin.requests().len()
 }
@@ -177,15 +187,7 @@ async fn in_a_full_room_a_solution_is_a_place_in_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_solution_spent_on_one_proxy_is_refused_on_another_over_redis() {
     let redis = RedisServer::start();
-    let proxies = TestProxy::sharing_redis(
-        2,
-        &redis.url(),
-        Sections {
-            room: ROOM,
-            rest: PROOF,
-            ..Sections::default()
-        },
-    );
+    let proxies = two_proxies_on(&redis);
     let mut v = proxies[0].visitor();
     let (seed, bits, _) = challenge(&v.get_json("/").await);
     let nonce = solve(&seed, bits, 0).to_string();
@@ -293,15 +295,7 @@ async fn the_pages_carry_the_solver() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_solution_posted_at_once_by_many_clients_is_one_place() {
     let redis = RedisServer::start();
-    let proxies = TestProxy::sharing_redis(
-        2,
-        &redis.url(),
-        Sections {
-            room: ROOM,
-            rest: PROOF,
-            ..Sections::default()
-        },
-    );
+    let proxies = two_proxies_on(&redis);
     let (seed, bits, _) = challenge(&proxies[0].visitor().get_json("/").await);
     let form = answer_form(&seed, &solve(&seed, bits, 0).to_string());
     let answers = futures_util::future::join_all((0..20).map(|i| {

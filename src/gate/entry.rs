@@ -5,9 +5,8 @@ use crate::config::RoomSettings;
 use crate::entry::{self, EntryVerifier};
 use crate::observe::{EntryResult, Outcome};
 use crate::request::view::Request;
-use crate::token::Pass;
 
-use super::{Answer, ChallengeAnswer, Decision, Forward, Gate};
+use super::{Answer, ChallengeAnswer, Decision, Gate};
 
 impl Gate {
     /// The request carries `wr_entry`: its key's place, and the way back to the URL without it.
@@ -57,18 +56,7 @@ impl Gate {
             if let Some(refused) = self.in_use(&id, settings, req).await {
                 return refused;
             }
-            let now = self.room.clock.now_ms();
-            return Decision::Forward(Forward {
-                outcome: Outcome::Passed,
-                holder: Some(id.clone()),
-                pass: Some(Pass {
-                    id,
-                    epoch,
-                    admitted_at: now,
-                    renewed_at: now,
-                    expires_at,
-                }),
-            });
+            return self.with_pass(Outcome::Passed, id, epoch, expires_at);
         }
         let now = self.room.clock.now_ms();
         self.newcomer(id, None, now, settings, req, ChallengeAnswer::Member)

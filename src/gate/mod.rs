@@ -294,9 +294,20 @@ impl Gate {
 
     /// A visitor let in now: its pass, to be set as a cookie on the origin's answer.
     fn admitted(&self, id: String, epoch: String, expires_at: Millis) -> Decision {
+        self.with_pass(Outcome::Admitted, id, epoch, expires_at)
+    }
+
+    /// Through, with a pass signed now for the store's session of `id`.
+    fn with_pass(
+        &self,
+        outcome: Outcome,
+        id: String,
+        epoch: String,
+        expires_at: Millis,
+    ) -> Decision {
         let now = self.room.clock.now_ms();
         Decision::Forward(Forward {
-            outcome: Outcome::Admitted,
+            outcome,
             holder: Some(id.clone()),
             pass: Some(Pass {
                 id,
