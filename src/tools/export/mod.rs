@@ -129,6 +129,25 @@ pub fn terraform_vars(file: &ConfigFile, source: &str) -> Result<TerraformExport
         ));
     }
 
+    let events_ask_for_proof = rooms
+        .iter()
+        .any(|(room, _, _)| room.events.iter().any(|e| e.proof_of_work == Some(true)));
+    if file.proof_of_work.enabled || events_ask_for_proof {
+        notes.push(
+            "[proof_of_work]: not exported; the Cloudflare waiting room has no proof of work \
+             (its Turnstile challenge, [turnstile], is the nearest)"
+                .to_owned(),
+        );
+    }
+    if file.entry.require_token {
+        notes.push(
+            "[entry] require_token: not exported; the Cloudflare waiting room takes no entry \
+             tokens, so at the edge the line is open to everyone (a Worker in front would have \
+             to check them)"
+                .to_owned(),
+        );
+    }
+
     let mut vars = vec![
         Attribute::new(
             "rooms",

@@ -500,3 +500,27 @@ fn websocket_paths_have_no_counterpart_and_say_so() {
     );
     assert!(notes_about(&export("", ""), "websocket_paths").is_empty());
 }
+
+#[test]
+fn the_proof_of_work_and_members_only_lines_have_no_counterpart_and_say_so() {
+    assert!(notes_about(&export("", ""), "[proof_of_work]").is_empty());
+    let on = export("", "[proof_of_work]\nenabled = true\n");
+    assert_eq!(
+        notes_about(&on, "[proof_of_work]").len(),
+        1,
+        "{:?}",
+        on.notes
+    );
+    let per_event = export(
+        "[[room.events]]\nname = \"drop\"\nevent_start_time = \"2030-01-01T10:00:00Z\"\n\
+         event_end_time = \"2030-01-01T11:00:00Z\"\nproof_of_work = true",
+        "",
+    );
+    assert_eq!(notes_about(&per_event, "[proof_of_work]").len(), 1);
+    let members = export("", "[entry]\nrequire_token = true\n");
+    assert!(
+        notes_about(&members, "[entry] require_token")[0].contains("open to everyone"),
+        "{:?}",
+        members.notes
+    );
+}
