@@ -13,7 +13,7 @@
 #   THREADS       worker threads of waitroom-proxy and worker processes of both nginx (default 2)
 #   WARMUP        untimed wrk run before each scenario, 0 to skip (default 2s)
 #   ORIGIN_PATH   path requested: "/" answers "ok", "/1k" answers 1 KiB (default /)
-#   SCENARIOS     which scenarios to run, letters a-g (default abcdef; g: see below)
+#   SCENARIOS     which scenarios to run, letters a-g and p (default abpcdef; g: see below)
 #   STORE         memory | redis | both (default memory). redis: the script starts its own
 #                 redis-server on a free port (--save '' --appendonly no; never a shared one) and
 #                 the proxy gets [store] backend = "redis". both: scenarios a-b once, c-f with
@@ -27,7 +27,8 @@
 #   CARGO_TARGET_DIR  where the release binary is built/looked for (default target/)
 #   KEEP_TMP      1: keep the temp dir (configs, logs, raw wrk output) (default: only on failure)
 #
-# Scenarios: (a) nginx origin direct, (b) nginx reverse proxy (upstream keepalive 64),
+# Scenarios: (a) nginx origin direct, (b) nginx reverse proxy (upstream keepalive 64), (p) a bare
+# Pingora proxy (examples/bare_pingora.rs: `upstream_peer` only; the floor of the admitted path),
 # (c) waitroom-proxy admitted path (valid pass cookie -> origin), (d) waiting-room JSON poll
 # (ticket cookie, Accept: application/json), (e) the same poll for the HTML page, (f) new
 # visitors (no cookie, room full: each request joins the line and gets a signed ticket).
@@ -65,7 +66,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
 WARMUP=${WARMUP:-2s}
 ORIGIN_PATH=${ORIGIN_PATH:-/}
-SCENARIOS=${SCENARIOS:-abcdef}
+SCENARIOS=${SCENARIOS:-abpcdef}
 STORE=${STORE:-memory}
 JOIN_VISITORS=${JOIN_VISITORS:-20000}
 IDLE_CONNS=${IDLE_CONNS:-10000}
@@ -163,6 +164,9 @@ FAILED=1
 
 # shellcheck source=lib/servers.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/servers.sh"
+if [[ $SCENARIOS == *p* ]]; then
+    bare_pingora_bin "$TARGET_DIR"
+fi
 
 cleanup() {
     local rc=$?
@@ -460,6 +464,7 @@ SCEN_NAMES=(
     [3]="(d) waitroom poll, JSON (ticket cookie)"
     [4]="(e) waitroom poll, HTML page (ticket cookie)"
     [5]="(f) waitroom new visitor (no cookie, joins line)"
+    [6]="(p) bare Pingora proxy (examples/bare_pingora.rs)"
 )
 # Results by key: "0", "1" for the nginx rows, "<index>:<store>" for the waitroom rows.
 declare -A RPS P50 P99 ERRS CPU_US REDIS_CPU_US TOTAL RCALLS REVALSHA RCLIENT LOADAVG
@@ -571,6 +576,10 @@ check_origin() {
 }
 check_proxy() {
     fetch "$PROXY_URL"
+    [[ $STATUS == 200 && $BODY == "$ORIGIN_BODY" ]]
+}
+check_bare() {
+    fetch "$BARE_URL"
     [[ $STATUS == 200 && $BODY == "$ORIGIN_BODY" ]]
 }
 check_admitted() {
@@ -693,6 +702,13 @@ fi
 if [[ $SCENARIOS == *b* ]]; then
     scenario 1 1 "$PROXY_URL" check_proxy "$(nginx_workers "$NGINX_PROXY_PID")"
 fi
+if [[ $SCENARIOS == *p* ]]; then
+    free_port BARE_PORT
+    start_bare_pingora "$BARE_PORT" "$ORIGIN_PORT" "$THREADS"
+    BARE_URL="http://127.0.0.1:$BARE_PORT$ORIGIN_PATH"
+    scenario 6 6 "$BARE_URL" check_bare "$BARE_PID"
+    stop_server "$BARE_PID"
+fi
 
 declare -A BG_RATE BG_EVALSHA_RATE BG_CLIENT_RATE
 FIRST_STORE=${STORES[0]}
@@ -781,6 +797,16 @@ for key in "${ROWS[@]}"; do
 | $name | ${RPS[$key]} | ${P50[$key]} | ${P99[$key]} | $(ratio "${RPS[$key]}" "${RPS[1]:-}") | $(ratio "${RPS[$key]}" "$admitted") | ${CPU_US[$key]} |$rcol ${ERRS[$key]} | ${LOADAVG[$key]} |"
 done
 
+# The admitted path against its floor, the bare Pingora proxy: CPU per request, same run.
+BARE_LINE=""
+if [[ -n ${CPU_US[6]:-} ]]; then
+    for store in "${STORES[@]}"; do
+        [[ -n ${CPU_US[2:$store]:-} ]] || continue
+        BARE_LINE+="- admitted path [$store] / bare Pingora, server CPU per request: ${CPU_US[2:$store]} / ${CPU_US[6]} µs = **$(ratio "${CPU_US[2:$store]}" "${CPU_US[6]}")x** (requests/s $(ratio "${RPS[2:$store]}" "${RPS[6]}")x)
+"
+    done
+fi
+
 # Part 1: redis/memory side by side.
 RATIO_TABLE=""
 if [[ $STORE == both ]]; then
@@ -868,6 +894,10 @@ REPORT=$(
     echo "### Scenarios"
     echo
     echo "$TABLE"
+    if [[ -n $BARE_LINE ]]; then
+        echo
+        echo -n "$BARE_LINE"
+    fi
     if [[ -n $RATIO_TABLE ]]; then
         echo
         echo "### Redis / memory"

@@ -83,11 +83,6 @@ if [[ -z ${BIN:-} ]]; then
     [[ -x $BIN ]] || cargo build --release --bin waitroom-proxy
 fi
 [[ -x $BIN ]] || die "no proxy binary at $BIN"
-if [[ $BARE == 1 && -z ${BARE_BIN:-} ]]; then
-    BARE_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/bare_pingora"
-    [[ -x $BARE_BIN ]] || cargo build --release --example bare_pingora
-fi
-[[ $BARE != 1 || -x $BARE_BIN ]] || die "no bare Pingora proxy at $BARE_BIN"
 
 # Descriptors: the proxy and the client each need PAGES + a margin.
 hard=$(ulimit -Hn)
@@ -106,6 +101,9 @@ WRAPPER_PID=""
 
 # shellcheck source=lib/servers.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/servers.sh"
+if [[ $BARE == 1 ]]; then
+    bare_pingora_bin "${CARGO_TARGET_DIR:-$ROOT/target}"
+fi
 
 cleanup() {
     local rc=$?
@@ -493,10 +491,7 @@ fi
 # ---------------------------------------------------------------- 6. bare Pingora, idle connections
 if [[ $BARE == 1 ]]; then
     free_port BARE_PORT
-    "$BARE_BIN" "127.0.0.1:$BARE_PORT" "127.0.0.1:$ORIGIN_PORT" "$THREADS" >"$TMP/bare.log" 2>&1 &
-    BARE_PID=$!
-    PIDS+=("$BARE_PID:INT")
-    wait_listening "$BARE_PORT" bare "$BARE_PID" 30
+    start_bare_pingora "$BARE_PORT" "$ORIGIN_PORT" "$THREADS"
     log "6. bare Pingora"
     sleep 1
     hold_idle bare "$BARE_PORT" "$BARE_PID"

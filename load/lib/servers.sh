@@ -71,3 +71,17 @@ wait_listening() { # port name pid [seconds, default 10]
     done
     die "$name does not listen on 127.0.0.1:$port after $seconds s; see $TMP/$name.log"
 }
+
+bare_pingora_bin() { # target-dir: sets BARE_BIN to the bare Pingora proxy (examples/bare_pingora.rs), built if missing
+    BARE_BIN=${BARE_BIN:-$1/release/examples/bare_pingora}
+    [[ -x $BARE_BIN ]] || CARGO_TARGET_DIR="$1" cargo build --release --example bare_pingora >&2 ||
+        die "cannot build examples/bare_pingora"
+    [[ -x $BARE_BIN ]] || die "no bare Pingora proxy at $BARE_BIN"
+}
+
+start_bare_pingora() { # port origin-port threads: the bare Pingora proxy; sets BARE_PID
+    "$BARE_BIN" "127.0.0.1:$1" "127.0.0.1:$2" "$3" >"$TMP/bare.log" 2>&1 &
+    BARE_PID=$!
+    PIDS+=("$BARE_PID:INT")
+    wait_listening "$1" bare "$BARE_PID" 30
+}
