@@ -11,6 +11,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use crate::config::model::{EntryConfig, EntryKey};
+use crate::observe::EntryResult;
 
 /// The query parameter an entry token comes in.
 pub const ENTRY_PARAM: &str = "wr_entry";
@@ -38,12 +39,17 @@ pub enum EntryRefusal {
 }
 
 impl EntryRefusal {
-    pub fn label(self) -> &'static str {
+    /// What `waitroom_entries_total` counts it as.
+    pub fn result(self) -> EntryResult {
         match self {
-            EntryRefusal::Forged => "forged",
-            EntryRefusal::Expired => "expired",
-            EntryRefusal::OtherRoom => "other_room",
+            EntryRefusal::Forged => EntryResult::Forged,
+            EntryRefusal::Expired => EntryResult::Expired,
+            EntryRefusal::OtherRoom => EntryResult::OtherRoom,
         }
+    }
+
+    pub fn label(self) -> &'static str {
+        self.result().label()
     }
 }
 

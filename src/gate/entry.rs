@@ -20,11 +20,7 @@ impl Gate {
         let key = match verifier.key_of(token, &self.room.id) {
             Ok(key) => key,
             Err(refused) => {
-                self.room.metrics.entry(match refused {
-                    entry::EntryRefusal::Forged => EntryResult::Forged,
-                    entry::EntryRefusal::Expired => EntryResult::Expired,
-                    entry::EntryRefusal::OtherRoom => EntryResult::OtherRoom,
-                });
+                self.room.metrics.entry(refused.result());
                 return Decision::Answer(Answer::EntryRefused(refused));
             }
         };

@@ -113,23 +113,19 @@ impl Gate {
     /// the per-address limit. `form` is the body.
     pub async fn answer_proof(&self, req: &Request<'_>, form: &[u8]) -> ProofAnswered {
         let settings = self.settings();
-        // Another tab's second answer, or a proof no longer asked (the event ended): the
-        // visitor's own answer. A revoked visitor holds nothing and must solve again.
+        // Another tab's second answer, or no seed handed out now (neither a proof asked nor
+        // Turnstile's fallback to one, `on_unreachable = "proof_of_work"`): the visitor's own
+        // answer, with no hash or store call. A revoked visitor holds nothing and must solve.
         let holds_place = self
             .token(req)
             .is_some_and(|token| self.room.store.revoked(token.visitor()).is_none());
-        // A seed is handed out only while a proof is asked, or when Turnstile cannot be checked
-        // (`on_unreachable = "proof_of_work"`): an answer to one is checked whichever it was.
-        if holds_place {
+        if holds_place || !(self.proof_required(&settings) || self.proof_falls_back()) {
             return ProofAnswered::Decided(self.visit(req, ChallengeAnswer::None).await);
         }
         let (result, seed) = self.check_proof(form).await;
         self.room.metrics.proof(result);
         let seed = match seed {
             Some(seed) if result == ProofResult::Passed => seed,
-            _ if !self.proof_required(&settings) && !self.proof_falls_back() => {
-                return ProofAnswered::Decided(self.visit(req, ChallengeAnswer::None).await);
-            }
             _ => {
                 let again = self.proof_challenge(&settings, req, Some(result), None);
                 return ProofAnswered::Refused(self.counted(again, settings));

@@ -81,6 +81,8 @@ pub struct WaitroomProxy {
     min_body_pace: Option<PaceRule>,
     /// `rate_limit.ipv6_prefix`: how per-address budgets count IPv6 clients.
     ipv6_prefix: u8,
+    /// A room is members-only (`[entry]`): `wr_entry` is taken off what is forwarded.
+    members_only: bool,
 }
 
 /// What the access line says was decided for a request.
@@ -187,6 +189,7 @@ pub struct ProxySettings {
 impl WaitroomProxy {
     pub fn new(fronts: Vec<Front>, settings: ProxySettings) -> Self {
         Self {
+            members_only: fronts.iter().any(|f| f.gate.members_only()),
             fronts,
             routes: settings.routes,
             sites: settings.sites,
@@ -229,9 +232,7 @@ impl WaitroomProxy {
         // An entry token on a path the room does not hold (a bypassed one) still never reaches
         // the origin: the protected ones were redirected without it.
         let query = canonical.target.query();
-        if crate::entry::token_in(query).is_some()
-            && self.fronts.iter().any(|f| f.gate.members_only())
-        {
+        if self.members_only && crate::entry::token_in(query).is_some() {
             ctx.target = Some(crate::entry::without_token(canonical.target.path(), query));
         }
         if self.origin.host_header.is_none() {
