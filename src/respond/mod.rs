@@ -15,6 +15,7 @@ use std::sync::Arc;
 use crate::clock::{SharedClock, rfc3339_ms};
 use crate::config::model::{Branding, RoomConfig};
 use crate::config::{QueueingMethod, RoomSettings};
+use crate::entry::EntryRefusal;
 use crate::gate::{Answer, Asked, Decided, Decision, Forward, Limit, Shown, Wait, Watched};
 use crate::language::{Locale, PageLanguage};
 use crate::request::view::{Request, Reserved};
@@ -123,7 +124,7 @@ impl Responder {
             Answer::Shared => self.shared(format),
             Answer::Entered { target, then } => self.entered(settings, target, then, format),
             Answer::EntryRequired => self.members_only(None, format),
-            Answer::EntryRefused(refused) => self.members_only(Some(refused.label()), format),
+            Answer::EntryRefused(refused) => self.members_only(Some(*refused), format),
         }
     }
 
@@ -152,13 +153,13 @@ impl Responder {
 
     /// A members-only line without a valid token: to the sign-in (303) when there is one, else a
     /// page that says so; JSON clients get why and where to sign in.
-    fn members_only(&self, refused: Option<&'static str>, format: Format) -> Reply {
+    fn members_only(&self, refused: Option<EntryRefusal>, format: Format) -> Reply {
         match (format, &self.login_url) {
             (Format::Json, login_url) => Reply::json(
                 403,
                 &serde_json::json!({
                     "error": if refused.is_some() { "entry_refused" } else { "entry_required" },
-                    "reason": refused,
+                    "reason": refused.map(EntryRefusal::label),
                     "login_url": login_url,
                 }),
             ),
