@@ -23,12 +23,22 @@ impl Environment for NoEnvironment {
     }
 }
 
+/// A port nothing listens on, and that this test process was not handed before: the kernel may
+/// give a port just freed again, and a test taking two (listen and admin) got the same one twice.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut handed_out = HANDED_OUT.lock().unwrap();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// An address where connections are refused for as long as this value lives. A port from
