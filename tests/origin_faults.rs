@@ -409,13 +409,14 @@ type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 fn origin_on(port: RefusingPort) -> Seen {
     let seen: Seen = Arc::default();
     let record = seen.clone();
+    let listener = port.listen();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let listener = port.listen();
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;

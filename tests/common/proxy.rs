@@ -58,9 +58,10 @@ impl RefusingPort {
         Self { socket, addr }
     }
 
-    /// Starts listening on the same port (the origin comes back); call it inside a runtime.
-    pub fn listen(self) -> tokio::net::TcpListener {
-        self.socket.listen(1024).unwrap()
+    /// Listens on the same port from now on (the origin comes back): connections are queued
+    /// at once, whoever accepts them later. Call it inside a runtime.
+    pub fn listen(self) -> std::net::TcpListener {
+        self.socket.listen(1024).unwrap().into_std().unwrap()
     }
 }
 
