@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Open waiting pages for load/open_pages.sh (standard library only, asyncio).
 
-  open_pages.py --port P --count N [--path /] [--no-cookie]
+  open_pages.py --port P --count N [--path /] [--fresh | --together]
 
 Opens N keep-alive connections to 127.0.0.1:P and sends one request on each: `GET <path>` with
 `Accept: application/json` and no cookie (against waitroom-proxy in a full room, each gets a
-ticket: the `waitroom=` cookie is kept per connection). Prints
+ticket: the `waitroom=` cookie is kept per connection). With --fresh, the N tickets are asked
+for over 8 connections instead (then closed), and `streams` opens each stream on a connection of
+its own: what an open page costs when nothing else was ever asked on its connection. With
+--together, each connection opens its stream as soon as its ticket came, on the same
+connection, `--concurrency` pages at a time (as the shipped page does); `streams` then leaves
+them be. Prints
 
   ready open <n> failed <n> statuses <code:n,...> cookies <n> seconds <s>
 
@@ -69,10 +74,16 @@ class Page(asyncio.Protocol):
         self.events = []  # (arrival time, admitted, lastUpdated as Unix time)
         self.alive = 0
         self.closed = False
+        self.first_request = None
 
     # -- transport callbacks
     def connection_made(self, transport):
         self.transport = transport
+        # A request waiting for its connection goes out at once, as a browser's does.
+        if self.first_request is not None:
+            self.phase = "stream-head"
+            self.send(self.first_request)
+            self.first_request = None
 
     def connection_lost(self, exc):
         self.closed = True
@@ -233,6 +244,8 @@ class Client:
             return False
 
     async def open_all(self):
+        if self.args.fresh:
+            return await self.tickets_only()
         a = self.args
         loop = asyncio.get_running_loop()
         req = (
@@ -257,6 +270,8 @@ class Client:
                 if ok:
                     statuses[page.status] = statuses.get(page.status, 0) + 1
                     self.pages.append(page)
+                    if a.together:
+                        await self.open_stream(page)
                 else:
                     failed[0] += 1
                     page.transport.close()
@@ -272,22 +287,80 @@ class Client:
             flush=True,
         )
 
+    async def tickets_only(self):
+        """N tickets over a few connections; the pages are connected by `streams`."""
+        a = self.args
+        loop = asyncio.get_running_loop()
+        req = (
+            f"GET {a.path} HTTP/1.1\r\nHost: 127.0.0.1:{a.port}\r\nAccept: application/json\r\n"
+            "User-Agent: open-pages\r\nConnection: keep-alive\r\n\r\n"
+        ).encode()
+        statuses, failed = {}, [0]
+
+        async def one_connection(n):
+            _, conn = await loop.create_connection(lambda: Page(self), "127.0.0.1", a.port)
+            for _ in range(n):
+                conn.cookie = None
+                if not await self.request(conn, req, "request"):
+                    failed[0] += 1
+                    return
+                statuses[conn.status] = statuses.get(conn.status, 0) + 1
+                page = Page(self)
+                page.cookie = conn.cookie
+                self.pages.append(page)
+            conn.transport.close()
+
+        start = time.monotonic()
+        share = [a.count // 8 + (1 if i < a.count % 8 else 0) for i in range(8)]
+        await asyncio.gather(*(one_connection(n) for n in share if n))
+        took = time.monotonic() - start
+        codes = ",".join(f"{k}:{v}" for k, v in sorted(statuses.items()))
+        cookies = sum(1 for p in self.pages if p.cookie)
+        print(
+            f"ready open {len(self.pages)} failed {failed[0]} statuses {codes or '-'} "
+            f"cookies {cookies} seconds {took:.1f}",
+            flush=True,
+        )
+
+    async def open_stream(self, page):
+        cookie = f"Cookie: waitroom={page.cookie}\r\n" if page.cookie else ""
+        req = (
+            f"GET /__waitroom/events HTTP/1.1\r\nHost: 127.0.0.1:{self.args.port}\r\n{cookie}"
+            "Accept: text/event-stream\r\nUser-Agent: open-pages\r\n\r\n"
+        ).encode()
+        return await self.request(page, req, "stream-head")
+
     async def streams(self):
         a = self.args
+        loop = asyncio.get_running_loop()
         sem = asyncio.Semaphore(a.concurrency)
         statuses, failed, refused = {}, [0], [0]
 
         async def one(page):
-            if page.closed:
-                failed[0] += 1
-                return
             cookie = f"Cookie: waitroom={page.cookie}\r\n" if page.cookie else ""
             req = (
                 f"GET /__waitroom/events HTTP/1.1\r\nHost: 127.0.0.1:{a.port}\r\n{cookie}"
                 "Accept: text/event-stream\r\nUser-Agent: open-pages\r\n\r\n"
             ).encode()
-            async with sem:
-                ok = await self.request(page, req, "stream-head")
+            if page.transport is None:
+                async with sem:
+                    page.waiter = loop.create_future()
+                    page.first_request = req
+                    try:
+                        await asyncio.wait_for(
+                            loop.create_connection(lambda: page, "127.0.0.1", a.port), 30
+                        )
+                        ok = await asyncio.wait_for(page.waiter, 30)
+                    except (OSError, asyncio.TimeoutError):
+                        ok = False
+            elif page.closed:
+                failed[0] += 1
+                return
+            elif page.phase == "stream":
+                ok = True
+            else:
+                async with sem:
+                    ok = await self.request(page, req, "stream-head")
             statuses[page.status] = statuses.get(page.status, 0) + 1
             if not ok:
                 if page.status == 200 or page.status is None:
@@ -388,6 +461,8 @@ def main():
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--path", default="/")
     p.add_argument("--concurrency", type=int, default=200)
+    p.add_argument("--fresh", action="store_true")
+    p.add_argument("--together", action="store_true")
     args = p.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = args.count + 256

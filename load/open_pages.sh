@@ -39,6 +39,18 @@
 #              not the proxy's (default 0)
 #   BIN        the proxy binary (default $CARGO_TARGET_DIR/release/waitroom-proxy; built if
 #              missing, as bench.sh does)
+#   FRESH      1: the tickets are asked for over 8 connections, and each page's stream opens on
+#              a connection of its own (nothing else ever asked on it): step 1 then measures
+#              the tickets alone, step 2 what an open page costs, connection included (default 0:
+#              each stream on its ticket's kept-alive connection, as the shipped page does)
+#   TOGETHER   1: each page opens its stream as soon as its ticket came, on the same connection,
+#              200 pages at a time, as the shipped page does: step 1 then measures open pages
+#              (step 2 finds them open); the Pingora state of a page's first request is freed
+#              when its stream is taken by the front door and serves the next pages' (default 0)
+#   TRIM       1: after the streams are open, also the RSS once glibc gave back the free memory
+#              it keeps (`malloc_trim(0)` called in the proxy through gdb): what the pages hold
+#              live, apart from the high-water mark of the moments they arrived in (default 0;
+#              needs gdb)
 #   KEEP_TMP   1: keep the temp dir with configs and logs (default: only on failure)
 #
 # The room: total_active_users 1 (one visitor admitted first), new_users_per_minute and burst
@@ -58,6 +70,9 @@ CALL=${CALL:-1000}
 NGINX_IDLE=${NGINX_IDLE:-1}
 BARE=${BARE:-1}
 HEAPTRACK=${HEAPTRACK:-0}
+FRESH=${FRESH:-0}
+TOGETHER=${TOGETHER:-0}
+TRIM=${TRIM:-0}
 KEEP_TMP=${KEEP_TMP:-0}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -77,6 +92,7 @@ for tool in curl python3 ss; do command -v "$tool" >/dev/null || die "needs $too
 NGINX_BIN=$(command -v nginx || echo /usr/sbin/nginx)
 [[ $NGINX_IDLE != 1 || -x $NGINX_BIN ]] || die "needs nginx (or NGINX_IDLE=0)"
 [[ $HEAPTRACK != 1 ]] || command -v heaptrack >/dev/null || die "needs heaptrack (Debian package)"
+[[ $TRIM != 1 ]] || command -v gdb >/dev/null || die "needs gdb for TRIM=1 (Debian package)"
 
 if [[ -z ${BIN:-} ]]; then
     BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/waitroom-proxy"
@@ -145,7 +161,10 @@ start_client() { # port count out-file
     CLIENT_OUT=$3
     rm -f "$TMP/ctl"
     mkfifo "$TMP/ctl"
-    python3 "$ROOT/load/open_pages.py" --port "$1" --count "$2" <"$TMP/ctl" >"$CLIENT_OUT" 2>"$CLIENT_OUT.err" &
+    local fresh=()
+    [[ $FRESH == 1 && $1 == "$WR_PORT" ]] && fresh=(--fresh)
+    [[ $TOGETHER == 1 && $1 == "$WR_PORT" ]] && fresh=(--together)
+    python3 "$ROOT/load/open_pages.py" --port "$1" --count "$2" "${fresh[@]}" <"$TMP/ctl" >"$CLIENT_OUT" 2>"$CLIENT_OUT.err" &
     CLIENT_PID=$!
     exec 3>"$TMP/ctl"
 }
@@ -362,6 +381,13 @@ R[rss2]=$(rss_kb "$WR_PID")
 R[fd2]=$(fds "$WR_PID")
 R[load2]=$(load1)
 log "   RSS $(mib "${R[rss2]}") MiB with ${R[streams]} streams"
+if [[ $TRIM == 1 ]]; then
+    gdb -p "$WR_PID" -batch -ex 'call (int) malloc_trim(0)' >"$TMP/trim.log" 2>&1 ||
+        die "gdb could not call malloc_trim: $(tail -3 "$TMP/trim.log")"
+    sleep 1
+    R[rss2t]=$(rss_kb "$WR_PID")
+    log "   RSS $(mib "${R[rss2t]}") MiB after malloc_trim"
+fi
 
 # ---------------------------------------------------------------- 3. idle CPU
 if ((IDLE_S > 0)); then
@@ -505,8 +531,18 @@ per_stream=$(kib_per "${R[rss0]}" "${R[rss2]}" "${R[streams]}")
 per_stream_only=$(kib_per "${R[rss1]}" "${R[rss2]}" "${R[streams]}")
 REPORT="| what | connections | RSS before MiB | RSS with them MiB | KiB each | load 1m |
 |---|--:|--:|--:|--:|--:|
-| waitroom-proxy: idle keep-alive connection (one ticket request answered) | ${R[open]} | $(mib "${R[rss0]}") | $(mib "${R[rss1]}") | $per_idle | ${R[load1]} |
-| waitroom-proxy: open event stream (the same connections, each now streaming) | ${R[streams]} | $(mib "${R[rss0]}") | $(mib "${R[rss2]}") | $per_stream ($per_stream_only over the idle connection) | ${R[load2]} |"
+$(if [[ $FRESH == 1 ]]; then
+    echo "| waitroom-proxy: tickets only (asked for over 8 connections, since closed) | ${R[open]} | $(mib "${R[rss0]}") | $(mib "${R[rss1]}") | $per_idle | ${R[load1]} |"
+    echo "| waitroom-proxy: open waiting page (its stream on a connection of its own) | ${R[streams]} | $(mib "${R[rss1]}") | $(mib "${R[rss2]}") | **$per_stream_only** ($per_stream with its ticket) | ${R[load2]} |"
+elif [[ $TOGETHER == 1 ]]; then
+    echo "| waitroom-proxy: open waiting page (its ticket, then its stream on the same connection, 200 pages at a time) | ${R[open]} | $(mib "${R[rss0]}") | $(mib "${R[rss1]}") | **$per_idle** | ${R[load1]} |"
+else
+    echo "| waitroom-proxy: idle keep-alive connection (one ticket request answered) | ${R[open]} | $(mib "${R[rss0]}") | $(mib "${R[rss1]}") | $per_idle | ${R[load1]} |"
+    echo "| waitroom-proxy: open event stream (the same connections, each now streaming) | ${R[streams]} | $(mib "${R[rss0]}") | $(mib "${R[rss2]}") | $per_stream ($per_stream_only over the idle connection) | ${R[load2]} |"
+fi
+if [[ $TRIM == 1 ]]; then
+    echo "| waitroom-proxy: the same open pages, after \`malloc_trim(0)\` (what they hold live) | ${R[streams]} | $(mib "${R[rss1]}") | $(mib "${R[rss2t]}") | **$(kib_per "${R[rss1]}" "${R[rss2t]}" "${R[streams]}")** ($(kib_per "${R[rss0]}" "${R[rss2t]}" "${R[streams]}") from the start) | ${R[load2]} |"
+fi)"
 if [[ $NGINX_IDLE == 1 ]]; then
     REPORT+="
 | nginx $("$NGINX_BIN" -v 2>&1 | sed 's/.*nginx\///'), master + $THREADS workers: idle keep-alive connection (one answer each) | ${R[ng_open]} | $(mib "${R[ng_rss0]}") | $(mib "${R[ng_rss1]}") | $(kib_per "${R[ng_rss0]}" "${R[ng_rss1]}" "${R[ng_open]}") | ${R[ng_load]} |"
@@ -557,7 +593,7 @@ REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
     echo "## open waiting pages $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo
     echo "- machine: $(nproc) CPUs, $(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(uname -sr); load before: ${R[load0]}, at the end: ${R[load_end]}"
-    echo "- knobs: PAGES=$PAGES THREADS=$THREADS IDLE_S=$IDLE_S BASE_S=$BASE_S CALL=$CALL NGINX_IDLE=$NGINX_IDLE HEAPTRACK=$HEAPTRACK"
+    echo "- knobs: PAGES=$PAGES FRESH=$FRESH TOGETHER=$TOGETHER THREADS=$THREADS IDLE_S=$IDLE_S BASE_S=$BASE_S CALL=$CALL NGINX_IDLE=$NGINX_IDLE HEAPTRACK=$HEAPTRACK"
     echo "- waitroom $REV, binary $BIN ($(date -u -r "$BIN" '+%Y-%m-%d %H:%M UTC')); memory store; client load/open_pages.py (asyncio, one process)"
     echo
     echo "$REPORT"

@@ -2,7 +2,7 @@
 //! TLS with certificates made by the test: visitors speak HTTPS (HTTP/2 by ALPN) to the proxy;
 //! the proxy speaks TLS to the origin, trusting a CA file, checking the name it asked for (SNI);
 //! a certificate nobody vouches for gets the branded 502; an HTTP/2 connection that asks for
-//! nothing is closed at `keepalive_timeout`.
+//! nothing is closed at `keepalive_timeout`; an event stream is served in front on HTTP/1.1.
 
 mod common;
 
@@ -88,6 +88,41 @@ async fn visitors_get_https_with_http2_and_http1_still_works() {
         untrusting.get(&url).send().await.is_err(),
         "the handshake fails for a client without the CA"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_stream_over_https_is_served_in_front_on_http1_and_by_pingora_on_http2() {
+    let ca = TestCa::new();
+    let proxy = https_proxy(&ca, &["localhost"], "", "");
+    let url = format!("https://localhost:{}/__waitroom/events", proxy.port);
+    let in_front = || async {
+        proxy.state().await["listener"]["connections"]["streams_in_front_total"]
+            .as_u64()
+            .unwrap()
+    };
+    for (client, version, served_in_front) in [
+        (
+            https_client(&ca, proxy.port).http1_only().build().unwrap(),
+            reqwest::Version::HTTP_11,
+            1,
+        ),
+        (
+            https_client(&ca, proxy.port).build().unwrap(),
+            reqwest::Version::HTTP_2,
+            1,
+        ),
+    ] {
+        let mut stream = client.get(&url).send().await.unwrap();
+        assert_eq!(stream.version(), version);
+        assert_eq!(stream.status(), 200);
+        assert_eq!(
+            stream.headers().get("content-type").unwrap(),
+            "text/event-stream"
+        );
+        let first = stream.chunk().await.unwrap().unwrap();
+        assert!(first.starts_with(b"retry: "), "{first:?}");
+        assert_eq!(in_front().await, served_in_front, "{version:?}");
+    }
 }
 
 /// A proxy whose origin is a TLS front (certificate for `origin.test`) before a stub origin.

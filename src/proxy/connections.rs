@@ -6,7 +6,9 @@
 //!   client sending a byte a minute held a connection for ever);
 //! - close the oldest idle keep-alive connections first when `listen.max_connections` are open;
 //! - answer a newcomer it has no room for with a 503 and close, rather than leave it in the
-//!   kernel's queue.
+//!   kernel's queue;
+//! - serve an event stream itself, without Pingora's session (`parked`): each HTTP/1.1 head's
+//!   first read is shown to the proxy, which claims it or lets it go on to Pingora.
 //!
 //! A connection's phase is kept by the wrapper and the proxy's hooks together, since only the
 //! hooks see where a request begins and ends: `Idle` between requests (no byte of the next head
@@ -18,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,6 +28,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
 use pingora_core::apps::ServerApp;
 use pingora_core::protocols::raw_connect::ProxyDigest;
 use pingora_core::protocols::tls::{SslDigest, TlsRef};
@@ -37,6 +40,9 @@ use pingora_core::server::ShutdownWatch;
 use pingora_proxy::Session;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
+
+use super::WaitroomProxy;
+use super::parked::Parked;
 
 const IDLE: u8 = 0;
 const HEAD: u8 = 1;
@@ -51,6 +57,9 @@ const LINGER: Duration = Duration::from_millis(500);
 const MAX_LINGERING: usize = 64;
 /// What a refused newcomer is told to wait before trying again.
 const RETRY_AFTER_SECS: u64 = 5;
+/// The most of a new connection's first read the front door takes before Pingora: as much as
+/// the listener's read buffer holds, so a head it could claim is never cut short here.
+const FIRST_READ: usize = 4 * 1024;
 const TIMED_OUT: &[u8] = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\
     Cache-Control: no-store\r\nConnection: close\r\n\r\n";
 
@@ -74,6 +83,8 @@ pub struct Connections {
     evicted: AtomicU64,
     head_timeouts: AtomicU64,
     lingering: AtomicUsize,
+    in_front: AtomicUsize,
+    in_front_total: AtomicU64,
 }
 
 #[derive(Default)]
@@ -107,6 +118,9 @@ pub struct ConnectionStats {
     pub evicted_total: u64,
     /// Connections closed because a request head was not complete in time.
     pub header_timeouts_total: u64,
+    /// Event streams open now that the front door serves itself (`parked`), and since start.
+    pub streams_in_front: usize,
+    pub streams_in_front_total: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +145,8 @@ impl Connections {
             evicted: AtomicU64::new(0),
             head_timeouts: AtomicU64::new(0),
             lingering: AtomicUsize::new(0),
+            in_front: AtomicUsize::new(0),
+            in_front_total: AtomicU64::new(0),
         }
     }
 
@@ -143,6 +159,8 @@ impl Connections {
             refused_total: self.refused.load(Ordering::Relaxed),
             evicted_total: self.evicted.load(Ordering::Relaxed),
             header_timeouts_total: self.head_timeouts.load(Ordering::Relaxed),
+            streams_in_front: self.in_front.load(Ordering::Relaxed),
+            streams_in_front_total: self.in_front_total.load(Ordering::Relaxed),
         }
     }
 
@@ -243,47 +261,105 @@ impl Drop for Place {
     }
 }
 
+/// A parked stream's share of the listener: its connection's place, and its count among the
+/// streams the front door serves.
+pub(super) struct ParkedPlace(Place);
+
+impl ParkedPlace {
+    fn new(place: Place) -> Self {
+        place.conn.phase.store(BUSY, Ordering::Release);
+        place.connections.in_front.fetch_add(1, Ordering::AcqRel);
+        place
+            .connections
+            .in_front_total
+            .fetch_add(1, Ordering::Relaxed);
+        Self(place)
+    }
+}
+
+impl Drop for ParkedPlace {
+    fn drop(&mut self) {
+        self.0.connections.in_front.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The hooks' side: the head of a request was read; its connection is busy until it ends.
 pub fn head_read(session: &Session) {
-    if let Some(guarded) = guarded(session) {
-        let conn = &guarded.place.conn;
-        guarded.place.connections.leave_idle(conn);
-        conn.phase.store(BUSY, Ordering::Release);
+    if let Some(place) = place(session) {
+        place.connections.leave_idle(&place.conn);
+        place.conn.phase.store(BUSY, Ordering::Release);
     }
 }
 
 /// The hooks' side: the request ended; until the next head's first byte the connection is idle.
 pub fn request_done(session: &Session) {
-    if let Some(guarded) = guarded(session) {
-        guarded.place.connections.enter_idle(&guarded.place.conn);
+    if let Some(place) = place(session) {
+        place.connections.enter_idle(&place.conn);
     }
 }
 
-fn guarded(session: &Session) -> Option<&Guarded> {
+fn place(session: &Session) -> Option<&Place> {
     let stream = session.stream()?;
     let io: &dyn IO = &**stream;
-    io.as_any().downcast_ref::<Guarded>()
+    let live = io.as_any().downcast_ref::<Guarded>()?.live.as_ref()?;
+    Some(&live.place)
 }
 
-/// A visitor's connection as the proxy reads it: the head deadline and the close on eviction
-/// happen in its reads; everything else is the stream underneath.
+/// A visitor's connection as the proxy reads it: the head deadline, the close on eviction and
+/// the claim of event streams happen in its reads; everything else is the stream underneath.
 pub struct Guarded {
-    inner: Stream,
-    place: Place,
+    /// `None` once the connection was claimed for a parked stream: Pingora, which holds this,
+    /// reads an end and lets go.
+    live: Option<Live>,
     header_timeout: Duration,
     deadline: Option<Pin<Box<Sleep>>>,
+    /// Shown each head's first read (HTTP/1.1 only).
+    parking: Option<Parking>,
+    /// The connection's first read, taken by the front door before Pingora had it: Pingora
+    /// reads these bytes first.
+    replay: Option<Bytes>,
+}
+
+struct Live {
+    inner: Stream,
+    place: Place,
+}
+
+/// What became of a new connection's first read.
+enum FirstRead {
+    /// A stream request, served by the front door.
+    Claimed,
+    /// Anything else: Pingora's, from the bytes read.
+    ForPingora,
+    /// Nothing came: the connection ended or its head's time ran out.
+    Ended,
+}
+
+/// What the front door needs to serve a claimed stream.
+#[derive(Clone)]
+struct Parking {
+    proxy: Arc<WaitroomProxy>,
+    shutdown: ShutdownWatch,
+    peer: Option<SocketAddr>,
 }
 
 impl fmt::Debug for Guarded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Guarded")
-            .field("inner", &self.inner)
+            .field("inner", &self.live.as_ref().map(|l| &l.inner))
             .finish_non_exhaustive()
     }
 }
 
+fn claimed_away() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::BrokenPipe,
+        "the connection was handed to a parked stream",
+    )
+}
+
 impl Guarded {
-    fn new(inner: Stream, place: Place, h2: bool) -> Self {
+    fn new(inner: Stream, place: Place, h2: bool, parking: Parking) -> Self {
         let header_timeout = place.connections.limits.header_timeout;
         // A new connection has `header_timeout` from its opening for its first head.
         let deadline = if h2 {
@@ -293,26 +369,34 @@ impl Guarded {
             Some(Box::pin(tokio::time::sleep(header_timeout)))
         };
         Self {
-            inner,
-            place,
+            live: Some(Live { inner, place }),
             header_timeout,
             deadline,
+            parking: (!h2).then_some(parking),
+            replay: None,
         }
     }
 
     fn poll_idle(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let conn = &self.place.conn;
+        let Some(live) = self.live.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let conn = &live.place.conn;
         // An end of stream before any byte of a head: Pingora closes the connection quietly.
         if conn.evicted.load(Ordering::Acquire) {
             return Poll::Ready(Ok(()));
         }
         let before = buf.filled().len();
-        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+        match Pin::new(&mut live.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) if buf.filled().len() > before => {
                 // The next head's first byte: from now on it has `header_timeout` to arrive.
-                self.place.connections.leave_idle(conn);
+                live.place.connections.leave_idle(conn);
                 conn.phase.store(HEAD, Ordering::Release);
                 self.deadline = Some(Box::pin(tokio::time::sleep(self.header_timeout)));
+                if self.offer(&buf.filled()[before..]) {
+                    // Pingora reads an end and lets the connection go.
+                    buf.set_filled(before);
+                }
                 Poll::Ready(Ok(()))
             }
             Poll::Pending => {
@@ -333,7 +417,10 @@ impl Guarded {
     }
 
     fn poll_head(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let read = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let Some(live) = self.live.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        let read = Pin::new(&mut live.inner).poll_read(cx, buf);
         if read.is_ready() {
             return read;
         }
@@ -344,19 +431,88 @@ impl Guarded {
             return Poll::Pending;
         }
         self.deadline = None;
-        self.place
+        live.place
             .connections
             .head_timeouts
             .fetch_add(1, Ordering::Relaxed);
         // Best effort: the connection ends whether or not the client can take the 408.
-        let inner = Pin::new(&mut self.inner);
+        let inner = Pin::new(&mut live.inner);
         if inner.poll_write(cx, TIMED_OUT).is_ready() {
-            let _ = Pin::new(&mut self.inner).poll_flush(cx);
+            let _ = Pin::new(&mut live.inner).poll_flush(cx);
         }
         Poll::Ready(Err(io::Error::new(
             io::ErrorKind::TimedOut,
             "request head not complete within listen.header_timeout",
         )))
+    }
+
+    /// A new connection's first read, before Pingora is given the connection: a stream
+    /// request is claimed before Pingora's session exists (it is allocated as soon as Pingora
+    /// waits for a head, and a crowd opening its streams would hold it for as long as each
+    /// head takes to come). Whatever is not claimed is read by Pingora from `replay`.
+    async fn first_read(&mut self) -> FirstRead {
+        // One byte first: nothing is allocated for a connection that has sent nothing yet.
+        let mut byte = [0u8; 1];
+        let read = std::future::poll_fn(|cx| {
+            let mut buf = ReadBuf::new(&mut byte);
+            self.poll_head(cx, &mut buf).map_ok(|()| buf.filled().len())
+        })
+        .await;
+        if !matches!(read, Ok(1)) {
+            // Closed before a byte, or timed out (answered 408 already).
+            return FirstRead::Ended;
+        }
+        // What came with it is in the listener's read buffer by now: taken if it is there, and
+        // otherwise (a head in pieces) left to Pingora, unclaimed.
+        let mut first = BytesMut::zeroed(FIRST_READ);
+        first[0] = byte[0];
+        let more = std::future::poll_fn(|cx| {
+            let mut buf = ReadBuf::new(&mut first[1..]);
+            Poll::Ready(match self.poll_head(cx, &mut buf) {
+                Poll::Ready(Ok(())) => Ok(buf.filled().len()),
+                Poll::Ready(Err(e)) => Err(e),
+                Poll::Pending => Ok(0),
+            })
+        })
+        .await;
+        let Ok(more) = more else {
+            return FirstRead::Ended;
+        };
+        first.truncate(1 + more);
+        if self.offer(&first) {
+            return FirstRead::Claimed;
+        }
+        self.replay = Some(first.freeze());
+        FirstRead::ForPingora
+    }
+
+    /// A head's first read: when the proxy claims it for a parked stream, the connection goes
+    /// to the stream's own task (true), and whoever read it tells Pingora of an end.
+    fn offer(&mut self, head: &[u8]) -> bool {
+        let Some(parking) = &self.parking else {
+            return false;
+        };
+        let peer = parking.peer.map(|a| a.ip());
+        let Some(claimed) = parking.proxy.claim_stream(head, peer) else {
+            return false;
+        };
+        let Some(Live { inner, place }) = self.live.take() else {
+            return false;
+        };
+        self.deadline = None;
+        let Parking {
+            proxy,
+            shutdown,
+            peer,
+        } = parking.clone();
+        let parked = Parked {
+            stream: inner,
+            place: ParkedPlace::new(place),
+            peer,
+            claimed,
+        };
+        tokio::spawn(async move { proxy.serve_parked(parked, shutdown).await });
+        true
     }
 }
 
@@ -367,14 +523,38 @@ impl AsyncRead for Guarded {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        match this.place.conn.phase.load(Ordering::Acquire) {
+        if let Some(replay) = this.replay.as_mut() {
+            let n = replay.len().min(buf.remaining());
+            buf.put_slice(&replay.split_to(n));
+            if replay.is_empty() {
+                this.replay = None;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        let Some(live) = this.live.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        match live.place.conn.phase.load(Ordering::Acquire) {
             IDLE => this.poll_idle(cx, buf),
             HEAD => this.poll_head(cx, buf),
             _ => {
                 this.deadline = None;
-                Pin::new(&mut this.inner).poll_read(cx, buf)
+                Pin::new(&mut live.inner).poll_read(cx, buf)
             }
         }
+    }
+}
+
+impl Guarded {
+    fn inner_mut(&mut self) -> io::Result<Pin<&mut Stream>> {
+        match self.live.as_mut() {
+            Some(live) => Ok(Pin::new(&mut live.inner)),
+            None => Err(claimed_away()),
+        }
+    }
+
+    fn inner(&self) -> Option<&Stream> {
+        self.live.as_ref().map(|l| &l.inner)
     }
 }
 
@@ -384,7 +564,10 @@ impl AsyncWrite for Guarded {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        match self.get_mut().inner_mut() {
+            Ok(inner) => inner.poll_write(cx, buf),
+            Err(e) => Poll::Ready(Err(e)),
+        }
     }
 
     fn poll_write_vectored(
@@ -392,87 +575,112 @@ impl AsyncWrite for Guarded {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        match self.get_mut().inner_mut() {
+            Ok(inner) => inner.poll_write_vectored(cx, bufs),
+            Err(e) => Poll::Ready(Err(e)),
+        }
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        self.inner().is_some_and(|i| i.is_write_vectored())
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        match self.get_mut().inner_mut() {
+            Ok(inner) => inner.poll_flush(cx),
+            Err(e) => Poll::Ready(Err(e)),
+        }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        match self.get_mut().inner_mut() {
+            Ok(inner) => inner.poll_shutdown(cx),
+            // Claimed: the parked stream's task closes it.
+            Err(_) => Poll::Ready(Ok(())),
+        }
     }
 }
 
 #[async_trait]
 impl Shutdown for Guarded {
     async fn shutdown(&mut self) {
-        Shutdown::shutdown(&mut *self.inner).await;
+        if let Some(live) = self.live.as_mut() {
+            Shutdown::shutdown(&mut *live.inner).await;
+        }
     }
 }
 
 impl UniqueID for Guarded {
     fn id(&self) -> UniqueIDType {
-        self.inner.id()
+        self.inner().map_or(0, |i| i.id())
     }
 }
 
 impl Ssl for Guarded {
     fn get_ssl(&self) -> Option<&TlsRef> {
-        self.inner.get_ssl()
+        self.inner()?.get_ssl()
     }
 
     fn get_ssl_digest(&self) -> Option<Arc<SslDigest>> {
-        self.inner.get_ssl_digest()
+        self.inner()?.get_ssl_digest()
     }
 
     fn selected_alpn_proto(&self) -> Option<ALPN> {
-        self.inner.selected_alpn_proto()
+        self.inner()?.selected_alpn_proto()
     }
 }
 
 impl GetTimingDigest for Guarded {
     fn get_timing_digest(&self) -> Vec<Option<TimingDigest>> {
-        self.inner.get_timing_digest()
+        self.inner()
+            .map(|i| i.get_timing_digest())
+            .unwrap_or_default()
     }
 
     fn get_read_pending_time(&self) -> Duration {
-        self.inner.get_read_pending_time()
+        self.inner()
+            .map(|i| i.get_read_pending_time())
+            .unwrap_or_default()
     }
 
     fn get_write_pending_time(&self) -> Duration {
-        self.inner.get_write_pending_time()
+        self.inner()
+            .map(|i| i.get_write_pending_time())
+            .unwrap_or_default()
     }
 }
 
 impl GetProxyDigest for Guarded {
     fn get_proxy_digest(&self) -> Option<Arc<ProxyDigest>> {
-        self.inner.get_proxy_digest()
+        self.inner()?.get_proxy_digest()
     }
 
     fn set_proxy_digest(&mut self, digest: ProxyDigest) {
-        self.inner.set_proxy_digest(digest);
+        if let Some(live) = self.live.as_mut() {
+            live.inner.set_proxy_digest(digest);
+        }
     }
 }
 
 impl GetSocketDigest for Guarded {
     fn get_socket_digest(&self) -> Option<Arc<SocketDigest>> {
-        self.inner.get_socket_digest()
+        self.inner()?.get_socket_digest()
     }
 
     fn set_socket_digest(&mut self, digest: SocketDigest) {
-        self.inner.set_socket_digest(digest);
+        if let Some(live) = self.live.as_mut() {
+            live.inner.set_socket_digest(digest);
+        }
     }
 }
 
 #[async_trait]
 impl Peek for Guarded {
     async fn try_peek(&mut self, buf: &mut [u8]) -> io::Result<bool> {
-        self.inner.try_peek(buf).await
+        match self.live.as_mut() {
+            Some(live) => live.inner.try_peek(buf).await,
+            None => Ok(false),
+        }
     }
 }
 
@@ -481,13 +689,16 @@ impl Peek for Guarded {
 pub struct FrontDoor<A> {
     inner: Arc<A>,
     connections: Arc<Connections>,
+    /// The proxy that claims event streams, served here rather than by `inner`.
+    proxy: Arc<WaitroomProxy>,
 }
 
 impl<A> FrontDoor<A> {
-    pub fn new(inner: A, connections: Arc<Connections>) -> Self {
+    pub fn new(inner: A, connections: Arc<Connections>, proxy: Arc<WaitroomProxy>) -> Self {
         Self {
             inner: Arc::new(inner),
             connections,
+            proxy,
         }
     }
 }
@@ -499,13 +710,22 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for FrontDoor<A> {
         stream: Stream,
         shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
-        let ip = stream
+        let peer = stream
             .get_socket_digest()
-            .and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
+            .and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).copied());
+        let ip = peer.map(|a| a.ip());
         let h2 = matches!(stream.selected_alpn_proto(), Some(ALPN::H2));
         match self.connections.admit(ip) {
             Ok(place) => {
-                let guarded = Guarded::new(stream, place, h2);
+                let parking = Parking {
+                    proxy: self.proxy.clone(),
+                    shutdown: shutdown.clone(),
+                    peer,
+                };
+                let mut guarded = Guarded::new(stream, place, h2, parking);
+                if !h2 && !matches!(guarded.first_read().await, FirstRead::ForPingora) {
+                    return None;
+                }
                 self.inner.process_new(Box::new(guarded), shutdown).await
             }
             Err(refusal) => {

@@ -133,26 +133,55 @@ impl Drop for StreamSlot<'_> {
     }
 }
 
-/// What a refused stream gets: 204 No Content, which tells an `EventSource` to stop for good
+/// What a refused stream is told: 204 No Content, which tells an `EventSource` to stop for good
 /// (HTML's rule: no reconnection), so the page's `onerror` closes it and the page polls the
 /// JSON status instead. Not an error status: nothing went wrong, and a CDN in front neither
 /// retries it nor counts it as a failure. No Content-Length: a 204 must not carry one.
-fn refusal(refused: StreamRefusal, retry_secs: u64) -> pingora::Result<ResponseHeader> {
-    let mut header = ResponseHeader::build(204, Some(3))?;
-    header.insert_header("cache-control", "no-store")?;
-    header.insert_header("retry-after", retry_secs.to_string())?;
-    header.insert_header(
-        "x-waitroom-stream",
-        format!("refused; reason={}", refused.label()),
-    )?;
-    Ok(header)
+pub(super) struct Refusal {
+    pub retry_after_secs: u64,
+    /// `x-waitroom-stream`: why.
+    pub reason: String,
+}
+
+impl Refusal {
+    fn new(refused: StreamRefusal, retry_after_secs: u64) -> Self {
+        Self {
+            retry_after_secs,
+            reason: format!("refused; reason={}", refused.label()),
+        }
+    }
+}
+
+/// The headers of an open stream, besides its framing.
+pub(super) const STREAM_HEADERS: [(&str, &str); 3] = [
+    ("content-type", "text/event-stream"),
+    ("cache-control", "no-store"),
+    ("x-accel-buffering", "no"),
+];
+
+/// Where a stream's events go: Pingora's session, or the front door's own connection
+/// (`parked`), which serves a stream without Pingora's session.
+pub(super) trait EventSink {
+    async fn refuse(&mut self, refusal: Refusal) -> pingora::Result<()>;
+    /// The stream's 200 head.
+    async fn open(&mut self) -> pingora::Result<()>;
+    /// One piece of the stream; false when the page is gone.
+    async fn send(&mut self, event: String) -> bool;
+    /// Resolves when the stream must stop before its time: the page went away (`Gone`), or the
+    /// proxy is stopping (`End`). Dropped and called again between events: it must lose nothing
+    /// when dropped.
+    async fn interrupted(&mut self) -> Woke;
+    /// The page went away: its connection is not kept.
+    fn gone(&mut self);
+    /// The stream's last piece.
+    async fn end(&mut self);
 }
 
 /// Serves one stream until the visitor is let in, the stream's lifetime ends or the page goes
 /// away. A page that went away is not an error.
 /// `address` is the client's per-address limit key.
-pub async fn serve(
-    session: &mut Session,
+pub(super) async fn serve(
+    sink: &mut impl EventSink,
     front: &Front,
     budget: &StreamBudget,
     address: &str,
@@ -164,17 +193,10 @@ pub async fn serve(
         Err(refused) => {
             front.room.metrics.stream_refused(refused);
             let retry = gate.settings().refresh_interval.as_secs().max(1);
-            let header = refusal(refused, retry)?;
-            return session.write_response_header(Box::new(header), true).await;
+            return sink.refuse(Refusal::new(refused, retry)).await;
         }
     };
-    let mut header = ResponseHeader::build(200, Some(4))?;
-    header.insert_header("content-type", "text/event-stream")?;
-    header.insert_header("cache-control", "no-store")?;
-    header.insert_header("x-accel-buffering", "no")?;
-    session
-        .write_response_header(Box::new(header), false)
-        .await?;
+    sink.open().await?;
     let mut beats = pulse.subscribe();
     let mut seen: Beat = *beats.borrow_and_update();
     let ends = tokio::time::Instant::now() + STREAM_LIFETIME;
@@ -193,7 +215,7 @@ pub async fn serve(
             event.push_str("\n\n");
             last = fingerprint;
         }
-        if !event.is_empty() && !write(session, std::mem::take(&mut event)).await {
+        if !event.is_empty() && !sink.send(std::mem::take(&mut event)).await {
             return Ok(());
         }
         if watched.done {
@@ -207,13 +229,16 @@ pub async fn serve(
                 // A page that went away closed its connection: its descriptor is given back
                 // now, not at the next heartbeat's failed write (a crowd leaving at once would
                 // otherwise hold the open-file limit for that long).
-                _ = session.read_body_or_idle(true) => Woke::Gone,
+                woke = sink.interrupted() => woke,
             };
             match woke {
                 Woke::Beat => {}
-                Woke::End => return end(session).await,
+                Woke::End => {
+                    sink.end().await;
+                    return Ok(());
+                }
                 Woke::Gone => {
-                    session.set_keepalive(None);
+                    sink.gone();
                     return Ok(());
                 }
             }
@@ -221,7 +246,10 @@ pub async fn serve(
             if beat.heartbeats != seen.heartbeats {
                 gate.keep(&watch);
                 // A comment for the proxies in between, an event for the page's own check.
-                if !write(session, ": alive\nevent: alive\ndata:\n\n".to_owned()).await {
+                if !sink
+                    .send(": alive\nevent: alive\ndata:\n\n".to_owned())
+                    .await
+                {
                     return Ok(());
                 }
             }
@@ -232,29 +260,55 @@ pub async fn serve(
             }
         }
     }
-    end(session).await
+    sink.end().await;
+    Ok(())
 }
 
 /// What a sleeping stream woke for.
-enum Woke {
+pub(super) enum Woke {
     Beat,
     End,
     Gone,
 }
 
-async fn write(session: &mut Session, event: String) -> bool {
-    session
-        .write_response_body(Some(Bytes::from(event)), false)
-        .await
-        .is_ok()
-}
-
-async fn end(session: &mut Session) -> pingora::Result<()> {
-    // The page may be gone already: nothing to tell it.
-    if session.write_response_body(None, true).await.is_err() {
-        session.set_keepalive(None);
+impl EventSink for Session {
+    async fn refuse(&mut self, refusal: Refusal) -> pingora::Result<()> {
+        let mut header = ResponseHeader::build(204, Some(3))?;
+        header.insert_header("cache-control", "no-store")?;
+        header.insert_header("retry-after", refusal.retry_after_secs.to_string())?;
+        header.insert_header("x-waitroom-stream", refusal.reason)?;
+        self.write_response_header(Box::new(header), true).await
     }
-    Ok(())
+
+    async fn open(&mut self) -> pingora::Result<()> {
+        let mut header = ResponseHeader::build(200, Some(STREAM_HEADERS.len()))?;
+        for (name, value) in STREAM_HEADERS {
+            header.insert_header(name, value)?;
+        }
+        self.write_response_header(Box::new(header), false).await
+    }
+
+    async fn send(&mut self, event: String) -> bool {
+        self.write_response_body(Some(Bytes::from(event)), false)
+            .await
+            .is_ok()
+    }
+
+    async fn interrupted(&mut self) -> Woke {
+        let _ = self.read_body_or_idle(true).await;
+        Woke::Gone
+    }
+
+    fn gone(&mut self) {
+        self.set_keepalive(None);
+    }
+
+    async fn end(&mut self) {
+        // The page may be gone already: nothing to tell it.
+        if self.write_response_body(None, true).await.is_err() {
+            self.set_keepalive(None);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -332,13 +386,8 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_stream_is_told_to_poll_not_failed() {
-        let header = refusal(StreamRefusal::Address, 2).unwrap();
-        assert_eq!(header.status, 204);
-        assert!(header.headers.get("content-length").is_none());
-        assert_eq!(
-            header.headers.get("x-waitroom-stream").unwrap(),
-            "refused; reason=address"
-        );
+    fn a_refused_stream_says_why() {
+        let refusal = Refusal::new(StreamRefusal::Address, 2);
+        assert_eq!(refusal.reason, "refused; reason=address");
     }
 }

@@ -18,6 +18,7 @@ mod events;
 mod failure;
 mod forward;
 pub mod origin;
+mod parked;
 mod reserved;
 
 use std::net::IpAddr;
@@ -212,13 +213,15 @@ impl WaitroomProxy {
     /// The visitor's address: the peer's, or X-Forwarded-For's when the peer is a trusted proxy.
     fn client_ip(&self, session: &Session) -> Option<ClientAddress> {
         let peer = session.client_addr()?.as_inet()?.ip();
-        let forwarded = session
-            .req_header()
-            .headers
+        Some(self.client_of(peer, &session.req_header().headers))
+    }
+
+    fn client_of(&self, peer: IpAddr, headers: &http::HeaderMap) -> ClientAddress {
+        let forwarded = headers
             .get_all(&forward::X_FORWARDED_FOR)
             .iter()
             .map(|v| v.as_bytes());
-        Some(client_ip(peer, forwarded, &self.trusted_proxies))
+        client_ip(peer, forwarded, &self.trusted_proxies)
     }
 
     fn is_trusted(&self, ip: IpAddr) -> bool {
@@ -377,8 +380,26 @@ fn spelled_as(host: &Authority<'_>, raw: &[u8]) -> bool {
     }
 }
 
+/// The proxy as Pingora runs it: its hooks, over the state it shares with the front door (which
+/// serves event streams itself, `parked`).
+pub struct Hooks(Arc<WaitroomProxy>);
+
+impl Hooks {
+    pub fn new(proxy: Arc<WaitroomProxy>) -> Self {
+        Self(proxy)
+    }
+}
+
+impl std::ops::Deref for Hooks {
+    type Target = WaitroomProxy;
+
+    fn deref(&self) -> &WaitroomProxy {
+        &self.0
+    }
+}
+
 #[async_trait]
-impl ProxyHttp for WaitroomProxy {
+impl ProxyHttp for Hooks {
     type CTX = RequestCtx;
 
     fn new_ctx(&self) -> Self::CTX {
@@ -678,21 +699,57 @@ impl ProxyHttp for WaitroomProxy {
             .and_then(|v| v.to_str().ok())
             .or_else(|| req.uri.host())
             .unwrap_or("");
+        AccessLine {
+            decision: ctx.decision.label(),
+            method: req.method.as_str(),
+            host,
+            path: req.uri.path(),
+            status,
+            origin_status: ctx.origin_status.unwrap_or(0),
+            ms: ctx.started.elapsed().as_millis() as u64,
+            bytes: session.body_bytes_sent() as u64,
+            proto: http_version(req.version),
+            client: &client,
+            visitor: ctx.holder.as_deref().unwrap_or(""),
+            error,
+        }
+        .write();
+    }
+}
+
+/// One request's access line: what it asked, what was decided, what went back.
+struct AccessLine<'a> {
+    decision: &'a str,
+    method: &'a str,
+    host: &'a str,
+    path: &'a str,
+    status: u16,
+    origin_status: u16,
+    ms: u64,
+    bytes: u64,
+    proto: &'static str,
+    client: &'a str,
+    visitor: &'a str,
+    error: &'a str,
+}
+
+impl AccessLine<'_> {
+    fn write(&self) {
         log::info!(
             target: ACCESS_LOG,
-            decision = ctx.decision.label(),
-            method = req.method.as_str(),
-            host = host,
-            path = req.uri.path(),
-            status = status,
-            origin_status = ctx.origin_status.unwrap_or(0),
-            ms = ctx.started.elapsed().as_millis() as u64,
-            bytes = session.body_bytes_sent() as u64,
-            proto = http_version(req.version),
-            client = client.as_str(),
-            visitor = ctx.holder.as_deref().unwrap_or(""),
-            error = error;
-            "{}", ctx.decision.label()
+            decision = self.decision,
+            method = self.method,
+            host = self.host,
+            path = self.path,
+            status = self.status,
+            origin_status = self.origin_status,
+            ms = self.ms,
+            bytes = self.bytes,
+            proto = self.proto,
+            client = self.client,
+            visitor = self.visitor,
+            error = self.error;
+            "{}", self.decision
         );
     }
 }

@@ -16,15 +16,19 @@ use super::tls::TlsError;
 use crate::config::Config;
 use crate::config::model::Cap;
 use crate::proxy::origin::OriginAddresses;
-use crate::proxy::{ConnectionLimits, Connections, Front, FrontDoor, ProxySettings, WaitroomProxy};
+use crate::proxy::{
+    ConnectionLimits, Connections, Front, FrontDoor, Hooks, ProxySettings, WaitroomProxy,
+};
 use crate::request::route::Routes;
 use crate::request::view::Sites;
 use crate::service::limits::OpenFiles;
 
-/// The read buffer of a plain-HTTP visitor connection: 4 KiB instead of Pingora's 64 KiB, which
-/// was most of what an open waiting page cost (BENCHMARKS.md, "Open waiting pages"). TLS keeps
-/// the default: it reads 16 KiB records.
-const READ_BUFFER: usize = 4 * 1024;
+/// The read buffer of a plain-HTTP visitor connection: none (Pingora's 64 KiB were most of what
+/// an open waiting page cost, BENCHMARKS.md, "Open waiting pages"). Pingora reads heads and
+/// bodies into buffers of its own at least as large, which a buffer here would only be passed
+/// through; an open page's connection, which reads nothing more, then holds none at all. TLS
+/// keeps the default: it reads 16 KiB records.
+const READ_BUFFER: usize = 0;
 
 /// How many visitor connections and event streams the public listener takes.
 pub(super) struct Capacity {
@@ -72,9 +76,9 @@ pub(super) fn public(
     fronts: Vec<Front>,
     origin: Arc<OriginAddresses>,
     capacity: &Capacity,
-) -> Result<Service<FrontDoor<HttpProxy<WaitroomProxy>>>, TlsError> {
+) -> Result<Service<FrontDoor<HttpProxy<Hooks>>>, TlsError> {
     let listener = config.connections;
-    let proxy = WaitroomProxy::new(
+    let proxy = Arc::new(WaitroomProxy::new(
         fronts,
         ProxySettings {
             routes: Routes::new(config.rooms.iter().map(|r| r.route.clone())),
@@ -96,16 +100,16 @@ pub(super) fn public(
             min_body_pace: listener.min_body_pace,
             ipv6_prefix: config.rate_limit.ipv6_prefix,
         },
-    );
-    let mut proxy = pingora_proxy::http_proxy(server, proxy);
+    ));
+    let mut hooks = pingora_proxy::http_proxy(server, Hooks::new(proxy.clone()));
     // HTTP/1.1 keep-alive is set per request (`WaitroomProxy::early_request_filter`); an HTTP/2
     // connection's idle time is Pingora's.
     let mut server_options = HttpServerOptions::default();
     server_options.h2_idle_timeout = Some(listener.keepalive_timeout);
-    proxy.server_options = Some(server_options);
+    hooks.server_options = Some(server_options);
     let mut service = Service::new(
         "waitroom proxy".to_owned(),
-        FrontDoor::new(proxy, capacity.connections.clone()),
+        FrontDoor::new(hooks, capacity.connections.clone(), proxy),
     );
     let listen = config.listen.to_string();
     match &config.tls {
