@@ -47,10 +47,6 @@
 #              200 pages at a time, as the shipped page does: step 1 then measures open pages
 #              (step 2 finds them open); the Pingora state of a page's first request is freed
 #              when its stream is taken by the front door and serves the next pages' (default 0)
-#   TRIM       1: after the streams are open, also the RSS once glibc gave back the free memory
-#              it keeps (`malloc_trim(0)` called in the proxy through gdb): what the pages hold
-#              live, apart from the high-water mark of the moments they arrived in (default 0;
-#              needs gdb)
 #   KEEP_TMP   1: keep the temp dir with configs and logs (default: only on failure)
 #
 # The room: total_active_users 1 (one visitor admitted first), new_users_per_minute and burst
@@ -72,7 +68,6 @@ BARE=${BARE:-1}
 HEAPTRACK=${HEAPTRACK:-0}
 FRESH=${FRESH:-0}
 TOGETHER=${TOGETHER:-0}
-TRIM=${TRIM:-0}
 KEEP_TMP=${KEEP_TMP:-0}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -92,7 +87,6 @@ for tool in curl python3 ss; do command -v "$tool" >/dev/null || die "needs $too
 NGINX_BIN=$(command -v nginx || echo /usr/sbin/nginx)
 [[ $NGINX_IDLE != 1 || -x $NGINX_BIN ]] || die "needs nginx (or NGINX_IDLE=0)"
 [[ $HEAPTRACK != 1 ]] || command -v heaptrack >/dev/null || die "needs heaptrack (Debian package)"
-[[ $TRIM != 1 ]] || command -v gdb >/dev/null || die "needs gdb for TRIM=1 (Debian package)"
 
 if [[ -z ${BIN:-} ]]; then
     BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/waitroom-proxy"
@@ -381,13 +375,6 @@ R[rss2]=$(rss_kb "$WR_PID")
 R[fd2]=$(fds "$WR_PID")
 R[load2]=$(load1)
 log "   RSS $(mib "${R[rss2]}") MiB with ${R[streams]} streams"
-if [[ $TRIM == 1 ]]; then
-    gdb -p "$WR_PID" -batch -ex 'call (int) malloc_trim(0)' >"$TMP/trim.log" 2>&1 ||
-        die "gdb could not call malloc_trim: $(tail -3 "$TMP/trim.log")"
-    sleep 1
-    R[rss2t]=$(rss_kb "$WR_PID")
-    log "   RSS $(mib "${R[rss2t]}") MiB after malloc_trim"
-fi
 
 # ---------------------------------------------------------------- 3. idle CPU
 if ((IDLE_S > 0)); then
@@ -539,9 +526,6 @@ elif [[ $TOGETHER == 1 ]]; then
 else
     echo "| waitroom-proxy: idle keep-alive connection (one ticket request answered) | ${R[open]} | $(mib "${R[rss0]}") | $(mib "${R[rss1]}") | $per_idle | ${R[load1]} |"
     echo "| waitroom-proxy: open event stream (the same connections, each now streaming) | ${R[streams]} | $(mib "${R[rss0]}") | $(mib "${R[rss2]}") | $per_stream ($per_stream_only over the idle connection) | ${R[load2]} |"
-fi
-if [[ $TRIM == 1 ]]; then
-    echo "| waitroom-proxy: the same open pages, after \`malloc_trim(0)\` (what they hold live) | ${R[streams]} | $(mib "${R[rss1]}") | $(mib "${R[rss2t]}") | **$(kib_per "${R[rss1]}" "${R[rss2t]}" "${R[streams]}")** ($(kib_per "${R[rss0]}" "${R[rss2t]}" "${R[streams]}") from the start) | ${R[load2]} |"
 fi)"
 if [[ $NGINX_IDLE == 1 ]]; then
     REPORT+="
