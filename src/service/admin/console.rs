@@ -111,7 +111,9 @@ struct ConsolePage<'a> {
 
 /// The console's pages run only their own inline script and style (a nonce per answer), fetch
 /// only this listener, post forms only to it, and are never framed (no clickjacking of a
-/// confirmation).
+/// confirmation). The referrer policy is `same-origin`, not `no-referrer`: under `no-referrer`
+/// a browser sends `Origin: null` with the page's own form posts and changes, which
+/// [`same_origin`] must refuse.
 fn with_page_headers(reply: Reply, nonce: &str) -> Reply {
     reply
         .with_header(
@@ -124,7 +126,7 @@ fn with_page_headers(reply: Reply, nonce: &str) -> Reply {
         )
         .with_header("x-frame-options", "DENY")
         .with_header("x-content-type-options", "nosniff")
-        .with_header("referrer-policy", "no-referrer")
+        .with_header("referrer-policy", "same-origin")
 }
 
 fn page(status: u16, template: &dyn askama::DynTemplate, nonce: &str) -> Reply {
