@@ -7,7 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::proxy::{ADMIN_TOKEN, TestProxy};
+use common::origin::StubOrigin;
+use common::process::Proc;
+use common::proxy::{ADMIN_TOKEN, Sections, TestProxy, config_with, free_port, wait_listening};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 
@@ -46,9 +48,10 @@ fn between<'a>(html: &'a str, before: &str, after: &str) -> Option<&'a str> {
 }
 
 impl Browser {
-    fn new(proxy: &TestProxy) -> Self {
+    /// A browser on the admin listener at `admin` (http://host:port).
+    fn new(admin: &str) -> Self {
         Self {
-            admin: proxy.admin.clone(),
+            admin: admin.to_owned(),
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
@@ -159,9 +162,11 @@ async fn audit(proxy: &TestProxy) -> Vec<serde_json::Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_session_the_console_is_only_the_sign_in_form() {
     let proxy = start();
-    let browser = Browser::new(&proxy);
+    let browser = Browser::new(&proxy.admin);
     let answer = browser.get("/admin/console").await;
     assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(header(answer.headers(), "referrer-policy"), "same-origin");
+    assert_eq!(header(answer.headers(), "x-frame-options"), "DENY");
     let policy = header(answer.headers(), "content-security-policy");
     assert!(policy.contains("default-src 'none'"), "{policy}");
     assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
@@ -187,7 +192,7 @@ async fn without_a_session_the_console_is_only_the_sign_in_form() {
     }
     let forged_cookie = Browser {
         cookie: Some("made-up".into()),
-        ..Browser::new(&proxy)
+        ..Browser::new(&proxy.admin)
     };
     assert_eq!(
         forged_cookie.get("/admin/state").await.status(),
@@ -199,7 +204,7 @@ async fn without_a_session_the_console_is_only_the_sign_in_form() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_tokens_are_refused_then_held_the_right_one_too_until_time_passes() {
     let proxy = start();
-    let mut browser = Browser::new(&proxy);
+    let mut browser = Browser::new(&proxy.admin);
     for _ in 0..5 {
         let answer = browser.sign_in_with("not-the-token").await;
         assert_eq!(answer.status(), StatusCode::UNAUTHORIZED);
@@ -219,7 +224,7 @@ async fn wrong_tokens_are_refused_then_held_the_right_one_too_until_time_passes(
     assert_eq!(let_in.status(), StatusCode::SEE_OTHER);
     assert!(browser.cookie.is_some());
     // A form posted by another site is refused before its token is even looked at.
-    let foreign = Browser::new(&proxy)
+    let foreign = Browser::new(&proxy.admin)
         .request(reqwest::Method::POST, "/admin/console/login")
         .header("origin", "http://shop.example")
         .form(&[("token", ADMIN_TOKEN)])
@@ -233,7 +238,7 @@ async fn wrong_tokens_are_refused_then_held_the_right_one_too_until_time_passes(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_right_token_sets_a_strict_http_only_expiring_cookie_for_admin_only() {
     let proxy = start();
-    let mut browser = Browser::new(&proxy);
+    let mut browser = Browser::new(&proxy.admin);
     let answer = browser.sign_in_with(ADMIN_TOKEN).await;
     assert_eq!(answer.status(), StatusCode::SEE_OTHER);
     assert_eq!(header(answer.headers(), "location"), "/admin/console");
@@ -260,7 +265,7 @@ async fn the_right_token_sets_a_strict_http_only_expiring_cookie_for_admin_only(
     assert!(page.contains("id=\"sign-out\""));
     assert!(page.contains("new EventSource(\"/admin/console/events\")"));
     // Each sign-in is a session of its own.
-    let mut other = Browser::new(&proxy);
+    let mut other = Browser::new(&proxy.admin);
     other.sign_in().await;
     assert_ne!(other.cookie, browser.cookie);
 }
@@ -270,7 +275,7 @@ async fn a_session_reads_the_api_and_changes_it_only_with_its_csrf_token_from_it
     let proxy = start();
     let mut early = proxy.visitor();
     assert!(early.get("/").await.reached_origin());
-    let mut browser = Browser::new(&proxy);
+    let mut browser = Browser::new(&proxy.admin);
     browser.sign_in().await;
 
     let state: serde_json::Value = browser.get("/admin/state").await.json().await.unwrap();
@@ -359,6 +364,101 @@ async fn a_session_reads_the_api_and_changes_it_only_with_its_csrf_token_from_it
     assert_eq!(wrong_bearer.status(), StatusCode::UNAUTHORIZED);
 }
 
+/// The visitor id inside a pass: sealed for its room, so opened with the room's secret.
+fn pass_id(proxy: &TestProxy, raw: &str) -> String {
+    use waitroom::clock::Clock;
+    let signer =
+        waitroom::token::Signer::new("test-room", common::proxy::SECRET.as_bytes()).unwrap();
+    signer
+        .verify(raw, proxy.clock.now_ms())
+        .unwrap()
+        .visitor()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_console_control_takes_effect_on_the_public_listener() {
+    let proxy = start();
+    let mut browser = Browser::new(&proxy.admin);
+    browser.sign_in().await;
+    let patch = |body: &'static str| browser.with_csrf(browser.patch_config(body)).send();
+    let mut inside = proxy.visitor();
+    assert!(inside.get("/").await.reached_origin());
+
+    // A lowered capacity: the one inside stays, a newcomer waits.
+    assert_eq!(
+        patch(r#"{"total_active_users": 1, "new_users_per_minute": 60}"#)
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
+    let state = bearer_state(&proxy).await;
+    assert_eq!(
+        (&state["total_active_users"], &state["new_users_per_minute"]),
+        (&1.into(), &60.into())
+    );
+    let mut waiting = proxy.visitor();
+    assert!(!waiting.get("/").await.reached_origin());
+    assert!(inside.get("/").await.reached_origin());
+
+    // Revoke by visitor id: the place frees, the waiting visitor is called in.
+    let id = pass_id(&proxy, inside.cookie.as_deref().unwrap());
+    let revoked: serde_json::Value = browser
+        .with_csrf(browser.request(reqwest::Method::POST, "/admin/revoke"))
+        .body(format!(r#"{{"pass_id": "{id}"}}"#))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(revoked["revoked"], true);
+    assert_eq!(bearer_state(&proxy).await["occupancy"], 0);
+    proxy.tick().await;
+    assert!(waiting.get("/").await.reached_origin(), "called in");
+
+    // The queueing method: reject closes the line to newcomers.
+    assert_eq!(
+        patch(r#"{"queueing_method": "reject"}"#)
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
+    let closed = proxy.visitor().get("/").await;
+    assert!(!closed.reached_origin());
+    assert!(
+        closed.body.contains("This drop is closed"),
+        "{}",
+        closed.body
+    );
+
+    // Suspended: the room is off, everyone goes straight through without a cookie of ours.
+    assert_eq!(
+        patch(r#"{"suspended": true}"#).await.unwrap().status(),
+        StatusCode::OK
+    );
+    let through = proxy.visitor().get("/").await;
+    assert!(through.reached_origin());
+    assert!(
+        !through
+            .set_cookies()
+            .iter()
+            .any(|c| c.starts_with("waitroom="))
+    );
+    assert_eq!(bearer_state(&proxy).await["suspended"], true);
+
+    // The autopilot's switch answers as through the token: this room's autopilot is off.
+    let pause = browser
+        .with_csrf(browser.request(reqwest::Method::POST, "/admin/autopilot"))
+        .body(r#"{"paused": true}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pause.status(), StatusCode::CONFLICT);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_log_names_who_changed_what_and_from_where() {
     let proxy = start();
@@ -371,7 +471,7 @@ async fn the_audit_log_names_who_changed_what_and_from_where() {
         .await
         .unwrap();
     assert_eq!(token_change.status(), StatusCode::OK);
-    let mut browser = Browser::new(&proxy);
+    let mut browser = Browser::new(&proxy.admin);
     browser.sign_in().await;
     let console_change = browser
         .with_csrf(browser.patch_config(r#"{"suspended": true, "new_users_per_minute": 30}"#))
@@ -462,7 +562,7 @@ async fn the_audit_log_names_who_changed_what_and_from_where() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_ends_when_it_expires_or_signs_out() {
     let proxy = start();
-    let mut browser = Browser::new(&proxy);
+    let mut browser = Browser::new(&proxy.admin);
     browser.sign_in().await;
     assert_eq!(browser.get("/admin/state").await.status(), StatusCode::OK);
     proxy.clock.advance(Duration::from_secs(59));
@@ -531,7 +631,7 @@ async fn events(answer: &mut reqwest::Response, wanted: usize) -> Vec<(String, S
 async fn the_live_view_streams_every_rooms_state_until_the_session_ends() {
     let proxy = start();
     proxy.visitor().get("/").await;
-    let mut browser = Browser::new(&proxy);
+    let mut browser = Browser::new(&proxy.admin);
     browser.sign_in().await;
     let mut stream = browser.get("/admin/console/events").await;
     assert_eq!(stream.status(), StatusCode::OK);
@@ -572,5 +672,92 @@ async fn the_live_view_streams_every_rooms_state_until_the_session_ends() {
     assert_eq!(
         browser.get("/admin/console/events").await.status(),
         StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_sign_in_and_each_change_are_log_lines_without_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = StubOrigin::start();
+    let (listen, admin) = (free_port(), free_port());
+    let config = dir.path().join("room.toml");
+    let sections = Sections {
+        room: "total_active_users = 5\nnew_users_per_minute = 100",
+        rest: "[log]\nformat = \"json\"",
+        ..Sections::default()
+    };
+    std::fs::write(&config, config_with(listen, admin, origin.addr, sections)).unwrap();
+    let mut proc = Proc::start(
+        &config,
+        &[],
+        &[("RUST_LOG", "info")],
+        &dir.path().join("proxy.log"),
+    );
+    wait_listening(listen);
+    wait_listening(admin);
+    let mut browser = Browser::new(&format!("http://127.0.0.1:{admin}"));
+    let guess = "a-guess-that-must-not-be-logged";
+    assert_eq!(
+        browser.sign_in_with(guess).await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+    browser.sign_in().await;
+    let change = browser
+        .with_csrf(browser.patch_config(r#"{"suspended": true}"#))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(change.status(), StatusCode::OK);
+    proc.signal("TERM");
+    proc.wait_exit(Duration::from_secs(10)).unwrap();
+
+    let log = proc.log_text();
+    assert!(!log.contains(guess), "a guess in the log");
+    assert!(!log.contains(ADMIN_TOKEN), "the token in the log");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let failed = lines
+        .iter()
+        .find(|l| l["msg"] == "console sign-in failed: wrong token")
+        .unwrap_or_else(|| panic!("no line of the failed sign-in: {log}"));
+    assert_eq!(failed["level"], "WARN");
+    assert_eq!(failed["client"], "127.0.0.1");
+    let audit: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["target"] == "waitroom::audit")
+        .collect();
+    let who = format!("console:{}", browser.short_id.clone().unwrap());
+    let fields = |l: &serde_json::Value| {
+        (
+            l["who"].clone(),
+            l["client"].clone(),
+            l["method"].clone(),
+            l["path"].clone(),
+            l["changed"].clone(),
+            l["status"].clone(),
+        )
+    };
+    assert_eq!(
+        audit.iter().map(|l| fields(l)).collect::<Vec<_>>(),
+        [
+            (
+                who.clone().into(),
+                "127.0.0.1".into(),
+                "POST".into(),
+                "/admin/console/login".into(),
+                "{}".into(),
+                303.into()
+            ),
+            (
+                who.into(),
+                "127.0.0.1".into(),
+                "PATCH".into(),
+                "/admin/config".into(),
+                "{\"suspended\":true}".into(),
+                200.into()
+            ),
+        ]
     );
 }
