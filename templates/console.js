@@ -48,7 +48,7 @@
     say("Applying…");
     api(method, "/admin/rooms/" + encodeURIComponent(roomId) + "/" + rest, body)
       .then(function (answer) {
-        say("Applied: " + method + " " + rest + " " + JSON.stringify(body));
+        say("Applied: " + method + " " + rest + (body === undefined ? "" : " " + JSON.stringify(body)));
         if (done) { done(answer); }
         loadAudit();
       })
@@ -152,6 +152,31 @@
       });
     });
 
+    el.querySelector('[data-form="add-event"]').addEventListener("submit", function (event) {
+      event.preventDefault();
+      var form = event.target;
+      var value = function (name) { return control(room, name).value; };
+      // datetime-local has no offset: the browser's own time, sent as RFC 3339 UTC.
+      var instant = function (name) { return value(name) ? new Date(value(name)).toISOString() : null; };
+      var body = {
+        name: value("event-name").trim(),
+        event_start_time: instant("event-start"),
+        event_end_time: instant("event-end")
+      };
+      if (instant("event-prequeue")) { body.prequeue_start_time = instant("event-prequeue"); }
+      if (control(room, "event-shuffle").checked) { body.shuffle_at_event_start = true; }
+      if (value("event-total")) { body.total_active_users = Number(value("event-total")); }
+      if (value("event-rate")) { body.new_users_per_minute = Number(value("event-rate")); }
+      var text = "Event " + body.name + " governs the room from " +
+        new Date(body.prequeue_start_time || body.event_start_time).toLocaleString() + " to " +
+        new Date(body.event_end_time).toLocaleString() +
+        (body.prequeue_start_time ? "; during its pre-queue every newcomer waits and nobody new is let in" : "") +
+        (body.total_active_users ? "; its limits replace the room's while it runs" : "") + ".";
+      confirmThen(text, function () {
+        change(id, "POST", "events", body, function () { form.reset(); loadEvents(room); });
+      });
+    });
+
     el.querySelector('[data-action="autopilot"]').addEventListener("click", function () {
       var paused = !(room.state && room.state.autopilot && room.state.autopilot.paused);
       var text = paused
@@ -162,7 +187,62 @@
 
     roomsEl.appendChild(el);
     rooms[id] = room;
+    loadEvents(room);
     return room;
+  }
+
+  function eventButton(text, danger, onClick) {
+    var button = document.createElement("button");
+    button.type = "button";
+    button.textContent = text;
+    button.className = danger ? "danger" : "quiet";
+    button.addEventListener("click", onClick);
+    return button;
+  }
+
+  // The room's scheduled events, each with its switch (call off / reinstate) and delete.
+  function loadEvents(room) {
+    api("GET", "/admin/rooms/" + encodeURIComponent(room.id) + "/events").then(function (answer) {
+      var list = field(room, "events");
+      var current = answer.current ? answer.current.name : null;
+      list.textContent = "";
+      if (!answer.events.length) {
+        var none = document.createElement("li");
+        none.textContent = "None scheduled.";
+        list.appendChild(none);
+      }
+      answer.events.forEach(function (event) {
+        var item = document.createElement("li");
+        var title = document.createElement("strong");
+        title.textContent = event.name;
+        item.appendChild(title);
+        var when = document.createElement("div");
+        when.className = "muted";
+        when.textContent = (event.prequeue_start_time ? "pre-queue " + event.prequeue_start_time + ", " : "") +
+          event.event_start_time + " to " + event.event_end_time +
+          (event.suspended ? " · called off" : "") + (event.name === current ? " · governing now" : "");
+        item.appendChild(when);
+        var path = "events/" + encodeURIComponent(event.name);
+        item.appendChild(event.suspended
+          ? eventButton("Reinstate", false, function () {
+            confirmThen("Event " + event.name + " governs the room again at its times.", function () {
+              change(room.id, "PATCH", path, { suspended: false }, function () { loadEvents(room); });
+            });
+          })
+          : eventButton("Call off", true, function () {
+            confirmThen("Event " + event.name + " is called off: the room's own settings apply at its times" +
+              (event.name === current ? ", from now on" : "") + ".", function () {
+              change(room.id, "PATCH", path, { suspended: true }, function () { loadEvents(room); });
+            });
+          }));
+        item.appendChild(eventButton("Delete", true, function () {
+          confirmThen("Event " + event.name + " is deleted (as if never scheduled).", function () {
+            change(room.id, "DELETE", path, undefined, function () { loadEvents(room); });
+          });
+        }));
+        list.appendChild(item);
+      });
+    }).catch(function (e) { say("The events did not load: " + e.message, true); });
   }
 
   function setValue(input, value) {
@@ -171,6 +251,8 @@
 
   function render(state) {
     var room = rooms[state.room] || build(state.room);
+    // The event governing the room changed (one started or ended): its list says so again.
+    if (room.state && room.state.event !== state.event) { loadEvents(room); }
     room.state = state;
     field(room, "title").textContent = state.name ? state.name + " (" + state.room + ")" : state.room;
     field(room, "inside").textContent = shown(state.occupancy) + " / " + shown(state.total_active_users);
