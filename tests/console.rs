@@ -414,9 +414,12 @@ async fn each_console_control_takes_effect_on_the_public_listener() {
         .await
         .unwrap();
     assert_eq!(revoked["revoked"], true);
-    assert_eq!(bearer_state(&proxy).await["occupancy"], 0);
     proxy.tick().await;
     assert!(waiting.get("/").await.reached_origin(), "called in");
+    assert!(
+        !inside.get("/").await.reached_origin(),
+        "the revoked pass opens nothing: its holder is a newcomer in a full room"
+    );
 
     // The queueing method: reject closes the line to newcomers.
     assert_eq!(
@@ -448,6 +451,44 @@ async fn each_console_control_takes_effect_on_the_public_listener() {
             .any(|c| c.starts_with("waitroom="))
     );
     assert_eq!(bearer_state(&proxy).await["suspended"], true);
+
+    // An event added, called off and deleted, as the console's events list does.
+    let event = |method: reqwest::Method, path: &str, body: &str| {
+        browser
+            .with_csrf(browser.request(method, path))
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+    };
+    let added = event(
+        reqwest::Method::POST,
+        "/admin/rooms/test-room/events",
+        r#"{"name": "drop", "event_start_time": "2030-06-01T08:00:00.000Z",
+            "event_end_time": "2030-06-01T10:00:00.000Z"}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(added.status(), StatusCode::CREATED);
+    let called_off = event(
+        reqwest::Method::PATCH,
+        "/admin/rooms/test-room/events/drop",
+        r#"{"suspended": true}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(called_off.status(), StatusCode::OK);
+    let listed: serde_json::Value = browser.get("/admin/events").await.json().await.unwrap();
+    assert_eq!(listed["events"][0]["suspended"], true, "{listed}");
+    let deleted = event(
+        reqwest::Method::DELETE,
+        "/admin/rooms/test-room/events/drop",
+        "",
+    )
+    .await
+    .unwrap();
+    assert_eq!(deleted.status(), StatusCode::OK);
+    let listed: serde_json::Value = browser.get("/admin/events").await.json().await.unwrap();
+    assert_eq!(listed["events"], serde_json::json!([]));
 
     // The autopilot's switch answers as through the token: this room's autopilot is off.
     let pause = browser

@@ -1,7 +1,8 @@
 'use strict';
 // (k) The operator's console in a real browser: only the sign-in form before signing in, a wrong
 //     token refused, the live view following a small crowd, queue_all and a lowered limit each
-//     confirmed in the dialog and taking effect, the audit log naming the session, sign-out;
+//     confirmed in the dialog and taking effect, an event added from the form and called off,
+//     the audit log naming the session, sign-out;
 //     axe-core finds no serious or critical violation (light desktop, dark phone). The pages are
 //     saved as docs/console.md's screenshots.
 
@@ -76,12 +77,36 @@ test('(k) console: sign in, watch the room, change it with a confirmation, sign 
   assert.ok(!newcomer.body.includes('Shop page'), 'a newcomer queues');
 
   // A lowered limit asks first, naming the old and new capacity.
-  await card.getByLabel('Total active users').fill('2');
+  await card.getByLabel('Total active users', { exact: true }).fill('2');
   await card.getByRole('button', { name: 'Apply limits' }).click();
   assert.match(await textOf(page, '#confirm-text'), /capacity from 5 to 2/);
   await dialog.getByRole('button', { name: 'Do it' }).click();
   await eventually('the limit applied', async () => (await room.state()).total_active_users === 2);
   await eventually('the live view follows', async () => (await inside.textContent()) === '3 / 2');
+
+  // An event added from the form (its times in the browser's zone, sent as UTC), then called off.
+  const form = card.locator('form[data-form="add-event"]');
+  await card.getByText('Add an event').click();
+  await form.getByLabel('Name').fill('console-drop');
+  await form.getByLabel('Starts (your time)').fill('2030-06-01T10:00');
+  await form.getByLabel('Ends (your time)').fill('2030-06-01T12:00');
+  await form.getByRole('button', { name: 'Add event' }).click();
+  assert.match(await textOf(page, '#confirm-text'), /Event console-drop governs the room from/);
+  await dialog.getByRole('button', { name: 'Do it' }).click();
+  const events = async () => (await (await fetch(`${room.adminBase}/admin/events`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  })).json()).events;
+  await eventually('the event added', async () => (await events()).some((e) => e.name === 'console-drop'));
+  const added = (await events()).find((e) => e.name === 'console-drop');
+  const startsAt = await page.evaluate(() => new Date('2030-06-01T10:00').getTime());
+  assert.equal(Date.parse(added.event_start_time), startsAt, 'the start as the operator meant it');
+  const item = card.locator('[data-field="events"] li', { hasText: 'console-drop' });
+  await item.getByRole('button', { name: 'Call off' }).click();
+  assert.match(await textOf(page, '#confirm-text'), /called off/);
+  await dialog.getByRole('button', { name: 'Do it' }).click();
+  await eventually('the event called off', async () =>
+    (await events()).find((e) => e.name === 'console-drop').suspended === true);
+  await item.getByRole('button', { name: 'Reinstate' }).waitFor();
 
   const who = (await textOf(page, '#who')).trim();
   await eventually('the audit log', async () => {
