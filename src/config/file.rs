@@ -418,6 +418,9 @@ pub struct AdminSection {
     /// would otherwise take every instance out of the load balancer at once, while they can
     /// still serve pass holders and queue newcomers (`on_error`).
     pub ready_requires_store: bool,
+    /// How long a sign-in to the console (`/admin/console`) lasts before it asks for the token
+    /// again.
+    pub console_session: String,
 }
 
 impl Default for AdminSection {
@@ -426,6 +429,7 @@ impl Default for AdminSection {
             address: "127.0.0.1:9091".into(),
             token: None,
             ready_requires_store: false,
+            console_session: "8h".into(),
         }
     }
 }

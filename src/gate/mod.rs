@@ -330,6 +330,17 @@ impl Gate {
         asked.unwrap_or_default()
     }
 
+    /// The wait of a visitor joining the back of a line of `queued` now (the operator's live
+    /// view): unknown where nobody waits for a turn (passthrough, reject).
+    pub fn newcomer_estimate(&self, settings: &RoomSettings, queued: u64) -> WaitEstimate {
+        match settings.queueing_method {
+            QueueingMethod::Passthrough | QueueingMethod::Reject => WaitEstimate::Unknown,
+            QueueingMethod::Fifo | QueueingMethod::Random | QueueingMethod::Lottery => {
+                self.estimate(settings, Some(queued + 1), queued + 1)
+            }
+        }
+    }
+
     fn estimate(
         &self,
         settings: &RoomSettings,

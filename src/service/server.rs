@@ -146,6 +146,8 @@ pub fn build(
                 connections: capacity.connections.clone(),
                 max_event_streams: capacity.max_event_streams,
             }),
+            clock: options.clock.clone(),
+            console_session: config.admin_console_session,
         },
     ));
     add_background(

@@ -136,6 +136,8 @@ pub struct Config {
     pub admin_token: String,
     /// `admin.ready_requires_store`: /readyz also answers 503 while the store is unreachable.
     pub admin_ready_requires_store: bool,
+    /// `admin.console_session`: how long a console sign-in lasts.
+    pub admin_console_session: Duration,
     /// `[turnstile]`, when a challenge is on.
     pub turnstile: Option<TurnstileConfig>,
     /// `[proof_of_work]`, on or off (an event may turn it on for its time only).
@@ -377,6 +379,10 @@ impl Config {
             &mut errors,
             values::socket_addr("admin.address", &file.admin.address),
         );
+        let admin_console_session = keep(
+            &mut errors,
+            values::duration("admin.console_session", &file.admin.console_session),
+        );
         let turnstile = keep(
             &mut errors,
             turnstile::turnstile(&mut file.turnstile, env, &mut warnings),
@@ -402,6 +408,7 @@ impl Config {
             Some(log),
             Some(rate_limit),
             Some(admin_address),
+            Some(admin_console_session),
             Some(turnstile),
             Some(proof_of_work),
             Some(entry),
@@ -416,6 +423,7 @@ impl Config {
             log,
             rate_limit,
             admin_address,
+            admin_console_session,
             turnstile,
             proof_of_work,
             entry,
@@ -450,6 +458,7 @@ impl Config {
             admin_address,
             admin_token,
             admin_ready_requires_store: file.admin.ready_requires_store,
+            admin_console_session,
             turnstile,
             proof_of_work,
             entry,

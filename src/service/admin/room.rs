@@ -7,7 +7,7 @@ use std::sync::Arc;
 use pingora_core::protocols::http::ServerSession;
 use serde::Deserialize;
 
-use super::{ListenerState, error, read_body, read_json, reloaded};
+use super::{ListenerState, error, parse_json, reloaded};
 use crate::config::RoomSettings;
 use crate::config::file::EventSection;
 use crate::config::model::{mask_room, merge_patch_named, new_event};
@@ -43,6 +43,16 @@ enum EventChange<'a> {
     Delete(&'a str),
 }
 
+/// One request to a room's API.
+pub struct RoomRequest<'a> {
+    pub session: &'a ServerSession,
+    pub method: &'a str,
+    /// What follows `/admin/` (or `/admin/rooms/{id}/`).
+    pub rest: &'a str,
+    /// Read already: the audit records it.
+    pub body: &'a [u8],
+}
+
 /// What one room's API works on.
 pub struct RoomAdmin {
     room: Arc<Room>,
@@ -68,26 +78,29 @@ impl RoomAdmin {
         self.room.store.ping().await
     }
 
-    /// `rest` is what follows `/admin/` (or `/admin/rooms/{id}/`).
     pub async fn route(
         &self,
-        session: &mut ServerSession,
-        method: &str,
-        rest: &str,
+        request: RoomRequest<'_>,
         admission: &AdmissionLoop,
         reloader: &Reloader,
         listener: &ListenerState,
     ) -> Reply {
+        let RoomRequest {
+            session,
+            method,
+            rest,
+            body,
+        } = request;
         if let Some(name) = rest.strip_prefix("events/") {
             return match method {
                 "PUT" | "PATCH" => {
                     let by = format!("{method} /admin/events/{name}");
-                    self.change_events(session, EventChange::Change(name), &by)
+                    self.change_events(body, EventChange::Change(name), &by)
                         .await
                 }
                 "DELETE" => {
                     let by = format!("DELETE /admin/events/{name}");
-                    self.change_events(session, EventChange::Delete(name), &by)
+                    self.change_events(body, EventChange::Delete(name), &by)
                         .await
                 }
                 _ => error(405, "use PATCH (or PUT) or DELETE on events/{name}"),
@@ -98,14 +111,17 @@ impl RoomAdmin {
             ("GET", "config") => Reply::json(200, &self.config()),
             ("GET", "events") => self.events(),
             ("POST", "events") => {
-                self.change_events(session, EventChange::Add, "POST /admin/events")
+                self.change_events(body, EventChange::Add, "POST /admin/events")
                     .await
             }
             // RFC 7396 merge patch; PUT kept for the clients written before PATCH.
-            ("PATCH", "config") => self.patch_config(session, "PATCH /admin/config").await,
-            ("PUT", "config") => self.patch_config(session, "PUT /admin/config").await,
-            ("POST", "revoke") => self.revoke(session).await,
-            ("POST", "autopilot") => self.pause_autopilot(session).await,
+            ("PATCH", "config") => {
+                self.patch_config(session, body, "PATCH /admin/config")
+                    .await
+            }
+            ("PUT", "config") => self.patch_config(session, body, "PUT /admin/config").await,
+            ("POST", "revoke") => self.revoke(body).await,
+            ("POST", "autopilot") => self.pause_autopilot(body).await,
             ("POST", "reload") => reloaded(reloader.reload_room(&self.room.id).await),
             _ => error(404, "no such admin endpoint"),
         }
@@ -151,6 +167,9 @@ impl RoomAdmin {
                 "burst": own.burst,
                 "autopilot": autopilot,
                 "queue_length": count(|c| c.queued),
+                "wait_estimate_seconds": counts
+                    .as_ref()
+                    .and_then(|c| self.gate.newcomer_estimate(&settings, c.queued).seconds()),
                 "admitted_last_minute": count(|c| c.admitted_last_minute),
                 "admitted_total": count(|c| c.admitted_total),
                 "abandoned_total": count(|c| c.abandoned_total),
@@ -210,16 +229,11 @@ impl RoomAdmin {
     }
 
     /// Adds, changes or deletes one event, validated with all the others, applied everywhere.
-    async fn change_events(
-        &self,
-        session: &mut ServerSession,
-        change: EventChange<'_>,
-        by: &str,
-    ) -> Reply {
+    async fn change_events(&self, body: &[u8], change: EventChange<'_>, by: &str) -> Reply {
         let mut section = self.room.settings.configured().section.clone();
         let (status, answer) = match change {
             EventChange::Add => {
-                let body: serde_json::Value = match read_json(session).await {
+                let body: serde_json::Value = match parse_json(body) {
                     Ok(body) => body,
                     Err(reply) => return reply,
                 };
@@ -238,7 +252,7 @@ impl RoomAdmin {
                 let Some(i) = find(&section.events, name) else {
                     return error(404, format!("no event named {name:?}"));
                 };
-                let patch: serde_json::Value = match read_json(session).await {
+                let patch: serde_json::Value = match parse_json(body) {
                     Ok(patch) => patch,
                     Err(reply) => return reply,
                 };
@@ -282,7 +296,7 @@ impl RoomAdmin {
     /// PATCH names its patch format (RFC 5789: 415 otherwise); PUT, the alias kept for scripts
     /// written before PATCH, is held to the same: a form or text body is a mistake, not a patch.
     /// `by` names the request in the record of changes.
-    async fn patch_config(&self, session: &mut ServerSession, by: &str) -> Reply {
+    async fn patch_config(&self, session: &ServerSession, body: &[u8], by: &str) -> Reply {
         let content_type = session
             .req_header()
             .headers
@@ -305,11 +319,7 @@ impl RoomAdmin {
             )
             .with_header("accept-patch", "application/merge-patch+json");
         }
-        let body = match read_body(session).await {
-            Ok(body) => body,
-            Err(reply) => return reply,
-        };
-        let patch: serde_json::Value = match serde_json::from_slice(&body) {
+        let patch: serde_json::Value = match serde_json::from_slice(body) {
             Ok(v) => v,
             Err(e) => return error(400, format!("body is not JSON: {e}")),
         };
@@ -359,8 +369,8 @@ impl RoomAdmin {
     /// `POST /admin/autopilot` `{"paused": true|false}`: the switch every instance shares; the
     /// leader holds (or judges again) from its next tick, and the limits in force stay as they
     /// are while paused.
-    async fn pause_autopilot(&self, session: &mut ServerSession) -> Reply {
-        let request: AutopilotRequest = match read_json(session).await {
+    async fn pause_autopilot(&self, body: &[u8]) -> Reply {
+        let request: AutopilotRequest = match parse_json(body) {
             Ok(request) => request,
             Err(reply) => return reply,
         };
@@ -384,12 +394,8 @@ impl RoomAdmin {
         }
     }
 
-    async fn revoke(&self, session: &mut ServerSession) -> Reply {
-        let body = match read_body(session).await {
-            Ok(body) => body,
-            Err(reply) => return reply,
-        };
-        let request: RevokeRequest = match serde_json::from_slice(&body) {
+    async fn revoke(&self, body: &[u8]) -> Reply {
+        let request: RevokeRequest = match serde_json::from_slice(body) {
             Ok(r) => r,
             Err(e) => return error(400, format!("expected {{\"pass_id\": \"...\"}}: {e}")),
         };

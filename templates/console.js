@@ -1,0 +1,325 @@
+// The console: the live view from the admin listener's event stream, and the controls, each a
+// call of the admin API (the same as curl's) with the session's CSRF token.
+(function () {
+  "use strict";
+  var csrf = document.querySelector('meta[name="csrf-token"]').content;
+  var roomsEl = document.getElementById("rooms");
+  var messageEl = document.getElementById("message");
+  var liveEl = document.getElementById("live");
+  var dialog = document.getElementById("confirm");
+  var template = document.getElementById("room-template");
+  var rooms = {};
+
+  function say(text, problem) {
+    messageEl.textContent = text;
+    messageEl.className = problem ? "problem" : "";
+  }
+
+  function api(method, path, body) {
+    var init = { method: method, credentials: "same-origin", headers: { "X-CSRF-Token": csrf } };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = method === "PATCH" ? "application/merge-patch+json" : "application/json";
+      init.body = JSON.stringify(body);
+    }
+    return fetch(path, init).then(function (response) {
+      return response.text().then(function (text) {
+        var json = null;
+        try { json = JSON.parse(text); } catch (e) { json = null; }
+        if (response.status === 401) { location.reload(); }
+        if (!response.ok) {
+          throw new Error((json && json.error) || response.status + " " + response.statusText);
+        }
+        return json;
+      });
+    });
+  }
+
+  // Runs `action` once the operator confirmed `text` in the dialog; `cancelled` otherwise.
+  function confirmThen(text, action, cancelled) {
+    document.getElementById("confirm-text").textContent = text;
+    dialog.returnValue = "";
+    dialog.onclose = function () {
+      if (dialog.returnValue === "confirm") { action(); } else if (cancelled) { cancelled(); }
+    };
+    dialog.showModal();
+  }
+
+  function change(roomId, method, rest, body, done) {
+    say("Applying…");
+    api(method, "/admin/rooms/" + encodeURIComponent(roomId) + "/" + rest, body)
+      .then(function (answer) {
+        say("Applied: " + method + " " + rest + (body === undefined ? "" : " " + JSON.stringify(body)));
+        if (done) { done(answer); }
+        loadAudit();
+      })
+      .catch(function (e) { say("Not applied: " + e.message, true); loadAudit(); });
+  }
+
+  function field(room, name) { return room.el.querySelector('[data-field="' + name + '"]'); }
+  function control(room, name) { return room.el.querySelector('[data-control="' + name + '"]'); }
+
+  function seconds(s) {
+    if (s === null || s === undefined) { return "unknown"; }
+    if (s < 90) { return s + " s"; }
+    return "about " + Math.round(s / 60) + " min";
+  }
+
+  function shown(value) { return value === null || value === undefined ? "–" : String(value); }
+
+  var switchText = {
+    queue_all: [
+      "Every newcomer will wait in line and nobody new is let in until you turn this off. Visitors already inside keep going.",
+      "Newcomers are let in again as the limits allow."
+    ],
+    suspended: [
+      "The waiting room switches off: every visitor goes straight to the shop and no limit applies.",
+      "The waiting room switches on again: newcomers are held to the limits and may have to queue."
+    ]
+  };
+
+  var methodText = {
+    fifo: "Newcomers are admitted in the order they arrived.",
+    random: "Each admission draws at random from everyone waiting.",
+    lottery: "Arrivals within each lottery window are shuffled, then admitted in that order.",
+    passthrough: "Everyone is let in at once and only counted: the limits no longer hold anyone back.",
+    reject: "The line closes: newcomers see the closed page and nobody new can join."
+  };
+
+  function build(id) {
+    var el = template.content.firstElementChild.cloneNode(true);
+    var room = { id: id, el: el, state: null };
+    el.querySelector("h2").id = "room-" + id;
+    el.setAttribute("aria-labelledby", "room-" + id);
+    el.querySelectorAll("input, select").forEach(function (input, i) {
+      input.id = "room-" + id + "-" + i;
+      input.addEventListener("input", function () { input.dataset.dirty = "1"; });
+    });
+
+    ["queue_all", "suspended"].forEach(function (name) {
+      var box = control(room, name);
+      box.addEventListener("change", function () {
+        var on = box.checked;
+        box.checked = !on;
+        confirmThen(switchText[name][on ? 0 : 1], function () {
+          var body = {};
+          body[name] = on;
+          change(id, "PATCH", "config", body, function () { box.checked = on; });
+        });
+      });
+    });
+
+    el.querySelector('[data-form="limits"]').addEventListener("submit", function (event) {
+      event.preventDefault();
+      var total = Number(control(room, "total_active_users").value);
+      var rate = Number(control(room, "new_users_per_minute").value);
+      var was = room.state || {};
+      var body = { total_active_users: total, new_users_per_minute: rate };
+      var apply = function () {
+        change(id, "PATCH", "config", body, function () {
+          control(room, "total_active_users").dataset.dirty = "";
+          control(room, "new_users_per_minute").dataset.dirty = "";
+        });
+      };
+      var lowered = [];
+      if (total < was.total_active_users) {
+        lowered.push("capacity from " + was.total_active_users + " to " + total +
+          " (nobody inside is sent out; admissions pause until fewer than " + total + " are inside)");
+      }
+      if (rate < was.new_users_per_minute) {
+        lowered.push("the rate from " + was.new_users_per_minute + " to " + rate + " new visitors a minute (the line moves slower)");
+      }
+      if (lowered.length) { confirmThen("This lowers " + lowered.join(" and ") + ".", apply); } else { apply(); }
+    });
+
+    el.querySelector('[data-form="method"]').addEventListener("submit", function (event) {
+      event.preventDefault();
+      var select = control(room, "queueing_method");
+      var method = select.value;
+      confirmThen("Queueing method " + method + ": " + methodText[method], function () {
+        change(id, "PATCH", "config", { queueing_method: method }, function () { select.dataset.dirty = ""; });
+      });
+    });
+
+    el.querySelector('[data-form="revoke"]').addEventListener("submit", function (event) {
+      event.preventDefault();
+      var input = control(room, "pass_id");
+      var passId = input.value.trim();
+      confirmThen("The visitor holding pass " + passId + " loses it at once and has to queue again to come back.", function () {
+        change(id, "POST", "revoke", { pass_id: passId }, function (answer) {
+          say(answer && answer.revoked ? "Pass " + passId + " revoked." : "No live pass " + passId + ": nothing revoked.");
+          input.value = "";
+        });
+      });
+    });
+
+    el.querySelector('[data-form="add-event"]').addEventListener("submit", function (event) {
+      event.preventDefault();
+      var form = event.target;
+      var value = function (name) { return control(room, name).value; };
+      // datetime-local has no offset: the browser's own time, sent as RFC 3339 UTC.
+      var instant = function (name) { return value(name) ? new Date(value(name)).toISOString() : null; };
+      var body = {
+        name: value("event-name").trim(),
+        event_start_time: instant("event-start"),
+        event_end_time: instant("event-end")
+      };
+      if (instant("event-prequeue")) { body.prequeue_start_time = instant("event-prequeue"); }
+      if (control(room, "event-shuffle").checked) { body.shuffle_at_event_start = true; }
+      if (value("event-total")) { body.total_active_users = Number(value("event-total")); }
+      if (value("event-rate")) { body.new_users_per_minute = Number(value("event-rate")); }
+      var text = "Event " + body.name + " governs the room from " +
+        new Date(body.prequeue_start_time || body.event_start_time).toLocaleString() + " to " +
+        new Date(body.event_end_time).toLocaleString() +
+        (body.prequeue_start_time ? "; during its pre-queue every newcomer waits and nobody new is let in" : "") +
+        (body.total_active_users ? "; its limits replace the room's while it runs" : "") + ".";
+      confirmThen(text, function () {
+        change(id, "POST", "events", body, function () { form.reset(); loadEvents(room); });
+      });
+    });
+
+    el.querySelector('[data-action="autopilot"]').addEventListener("click", function () {
+      var paused = !(room.state && room.state.autopilot && room.state.autopilot.paused);
+      var text = paused
+        ? "The autopilot stops changing the limits; those in force now stay until you resume it."
+        : "The autopilot judges the origin again and may raise or lower the limits.";
+      confirmThen(text, function () { change(id, "POST", "autopilot", { paused: paused }); });
+    });
+
+    roomsEl.appendChild(el);
+    rooms[id] = room;
+    loadEvents(room);
+    return room;
+  }
+
+  function eventButton(text, danger, onClick) {
+    var button = document.createElement("button");
+    button.type = "button";
+    button.textContent = text;
+    button.className = danger ? "danger" : "quiet";
+    button.addEventListener("click", onClick);
+    return button;
+  }
+
+  // The room's scheduled events, each with its switch (call off / reinstate) and delete.
+  function loadEvents(room) {
+    api("GET", "/admin/rooms/" + encodeURIComponent(room.id) + "/events").then(function (answer) {
+      var list = field(room, "events");
+      var current = answer.current ? answer.current.name : null;
+      list.textContent = "";
+      if (!answer.events.length) {
+        var none = document.createElement("li");
+        none.textContent = "None scheduled.";
+        list.appendChild(none);
+      }
+      answer.events.forEach(function (event) {
+        var item = document.createElement("li");
+        var title = document.createElement("strong");
+        title.textContent = event.name;
+        item.appendChild(title);
+        var when = document.createElement("div");
+        when.className = "muted";
+        when.textContent = (event.prequeue_start_time ? "pre-queue " + event.prequeue_start_time + ", " : "") +
+          event.event_start_time + " to " + event.event_end_time +
+          (event.suspended ? " · called off" : "") + (event.name === current ? " · governing now" : "");
+        item.appendChild(when);
+        var path = "events/" + encodeURIComponent(event.name);
+        item.appendChild(event.suspended
+          ? eventButton("Reinstate", false, function () {
+            confirmThen("Event " + event.name + " governs the room again at its times.", function () {
+              change(room.id, "PATCH", path, { suspended: false }, function () { loadEvents(room); });
+            });
+          })
+          : eventButton("Call off", true, function () {
+            confirmThen("Event " + event.name + " is called off: the room's own settings apply at its times" +
+              (event.name === current ? ", from now on" : "") + ".", function () {
+              change(room.id, "PATCH", path, { suspended: true }, function () { loadEvents(room); });
+            });
+          }));
+        item.appendChild(eventButton("Delete", true, function () {
+          confirmThen("Event " + event.name + " is deleted (as if never scheduled).", function () {
+            change(room.id, "DELETE", path, undefined, function () { loadEvents(room); });
+          });
+        }));
+        list.appendChild(item);
+      });
+    }).catch(function (e) { say("The events did not load: " + e.message, true); });
+  }
+
+  function setValue(input, value) {
+    if (document.activeElement !== input && !input.dataset.dirty) { input.value = value; }
+  }
+
+  function render(state) {
+    var room = rooms[state.room] || build(state.room);
+    // The event governing the room changed (one started or ended): its list says so again.
+    if (room.state && room.state.event !== state.event) { loadEvents(room); }
+    room.state = state;
+    field(room, "title").textContent = state.name ? state.name + " (" + state.room + ")" : state.room;
+    field(room, "inside").textContent = shown(state.occupancy) + " / " + shown(state.total_active_users);
+    field(room, "waiting").textContent = shown(state.queue_length);
+    field(room, "admitted").textContent = shown(state.admitted_last_minute);
+    field(room, "wait").textContent = state.queue_all ? "unknown (queue_all)" : seconds(state.wait_estimate_seconds);
+    var store = field(room, "store");
+    store.textContent = state.store_ok ? "up" : "down" + (state.stale_seconds !== null ? " (figures " + Math.round(state.stale_seconds) + " s old)" : "");
+    store.className = state.store_ok ? "up" : "down";
+    field(room, "leader").textContent = state.is_leader ? "this instance (" + state.instance + ")" : shown(state.leader);
+    field(room, "mode").textContent = state.queueing_method +
+      (state.suspended ? ", suspended" : "") + (state.queue_all ? ", queue_all" : "") +
+      (state.event ? ", event " + state.event : "");
+    var pilot = state.autopilot || {};
+    field(room, "autopilot").textContent = pilot.enabled ? (pilot.paused ? "paused" : pilot.phase) : "off";
+    room.el.querySelector('[data-part="autopilot"]').hidden = !pilot.enabled;
+    field(room, "autopilot-reason").textContent = pilot.reason || "";
+    room.el.querySelector('[data-action="autopilot"]').textContent = pilot.paused ? "Resume the autopilot" : "Pause the autopilot";
+    control(room, "queue_all").checked = !!state.queue_all;
+    control(room, "suspended").checked = !!state.suspended;
+    setValue(control(room, "total_active_users"), state.total_active_users);
+    setValue(control(room, "new_users_per_minute"), state.new_users_per_minute);
+    setValue(control(room, "queueing_method"), state.queueing_method);
+  }
+
+  function cell(row, text) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    row.appendChild(td);
+  }
+
+  function loadAudit() {
+    api("GET", "/admin/audit").then(function (answer) {
+      var body = document.getElementById("audit");
+      body.textContent = "";
+      (answer.entries || []).slice(0, 50).forEach(function (entry) {
+        var row = document.createElement("tr");
+        cell(row, entry.at);
+        cell(row, entry.who);
+        cell(row, shown(entry.client));
+        cell(row, entry.method + " " + entry.path);
+        cell(row, JSON.stringify(entry.changed));
+        cell(row, String(entry.status));
+        body.appendChild(row);
+      });
+    }).catch(function (e) { say("The audit log did not load: " + e.message, true); });
+  }
+
+  var source = new EventSource("/admin/console/events");
+  source.addEventListener("state", function (event) {
+    var answer = JSON.parse(event.data);
+    (answer.rooms || []).forEach(render);
+    liveEl.textContent = "live, updated " + new Date().toLocaleTimeString();
+  });
+  source.addEventListener("signed-out", function () { location.reload(); });
+  source.onerror = function () {
+    // Closed for good (the session ended: 401): the page shows the sign-in form again.
+    if (source.readyState === EventSource.CLOSED) { location.reload(); } else { liveEl.textContent = "reconnecting…"; }
+  };
+
+  document.getElementById("sign-out").addEventListener("click", function () {
+    source.close();
+    api("POST", "/admin/console/logout").then(
+      function () { location.assign("/admin/console"); },
+      function (e) { say("Sign-out failed: " + e.message, true); }
+    );
+  });
+
+  loadAudit();
+})();
