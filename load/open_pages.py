@@ -243,15 +243,35 @@ class Client:
         except asyncio.TimeoutError:
             return False
 
+    def ticket_request(self):
+        a = self.args
+        return (
+            f"GET {a.path} HTTP/1.1\r\nHost: 127.0.0.1:{a.port}\r\nAccept: application/json\r\n"
+            "User-Agent: open-pages\r\nConnection: keep-alive\r\n\r\n"
+        ).encode()
+
+    def stream_request(self, page):
+        cookie = f"Cookie: waitroom={page.cookie}\r\n" if page.cookie else ""
+        return (
+            f"GET /__waitroom/events HTTP/1.1\r\nHost: 127.0.0.1:{self.args.port}\r\n{cookie}"
+            "Accept: text/event-stream\r\nUser-Agent: open-pages\r\n\r\n"
+        ).encode()
+
+    def print_ready(self, statuses, failed, took):
+        codes = ",".join(f"{k}:{v}" for k, v in sorted(statuses.items()))
+        cookies = sum(1 for p in self.pages if p.cookie)
+        print(
+            f"ready open {len(self.pages)} failed {failed} statuses {codes or '-'} "
+            f"cookies {cookies} seconds {took:.1f}",
+            flush=True,
+        )
+
     async def open_all(self):
         if self.args.fresh:
             return await self.tickets_only()
         a = self.args
         loop = asyncio.get_running_loop()
-        req = (
-            f"GET {a.path} HTTP/1.1\r\nHost: 127.0.0.1:{a.port}\r\nAccept: application/json\r\n"
-            "User-Agent: open-pages\r\nConnection: keep-alive\r\n\r\n"
-        ).encode()
+        req = self.ticket_request()
         sem = asyncio.Semaphore(a.concurrency)
         statuses, failed = {}, [0]
 
@@ -278,23 +298,13 @@ class Client:
 
         start = time.monotonic()
         await asyncio.gather(*(one() for _ in range(a.count)))
-        took = time.monotonic() - start
-        codes = ",".join(f"{k}:{v}" for k, v in sorted(statuses.items()))
-        cookies = sum(1 for p in self.pages if p.cookie)
-        print(
-            f"ready open {len(self.pages)} failed {failed[0]} statuses {codes or '-'} "
-            f"cookies {cookies} seconds {took:.1f}",
-            flush=True,
-        )
+        self.print_ready(statuses, failed[0], time.monotonic() - start)
 
     async def tickets_only(self):
         """N tickets over a few connections; the pages are connected by `streams`."""
         a = self.args
         loop = asyncio.get_running_loop()
-        req = (
-            f"GET {a.path} HTTP/1.1\r\nHost: 127.0.0.1:{a.port}\r\nAccept: application/json\r\n"
-            "User-Agent: open-pages\r\nConnection: keep-alive\r\n\r\n"
-        ).encode()
+        req = self.ticket_request()
         statuses, failed = {}, [0]
 
         async def one_connection(n):
@@ -313,22 +323,10 @@ class Client:
         start = time.monotonic()
         share = [a.count // 8 + (1 if i < a.count % 8 else 0) for i in range(8)]
         await asyncio.gather(*(one_connection(n) for n in share if n))
-        took = time.monotonic() - start
-        codes = ",".join(f"{k}:{v}" for k, v in sorted(statuses.items()))
-        cookies = sum(1 for p in self.pages if p.cookie)
-        print(
-            f"ready open {len(self.pages)} failed {failed[0]} statuses {codes or '-'} "
-            f"cookies {cookies} seconds {took:.1f}",
-            flush=True,
-        )
+        self.print_ready(statuses, failed[0], time.monotonic() - start)
 
     async def open_stream(self, page):
-        cookie = f"Cookie: waitroom={page.cookie}\r\n" if page.cookie else ""
-        req = (
-            f"GET /__waitroom/events HTTP/1.1\r\nHost: 127.0.0.1:{self.args.port}\r\n{cookie}"
-            "Accept: text/event-stream\r\nUser-Agent: open-pages\r\n\r\n"
-        ).encode()
-        return await self.request(page, req, "stream-head")
+        return await self.request(page, self.stream_request(page), "stream-head")
 
     async def streams(self):
         a = self.args
@@ -337,11 +335,7 @@ class Client:
         statuses, failed, refused = {}, [0], [0]
 
         async def one(page):
-            cookie = f"Cookie: waitroom={page.cookie}\r\n" if page.cookie else ""
-            req = (
-                f"GET /__waitroom/events HTTP/1.1\r\nHost: 127.0.0.1:{a.port}\r\n{cookie}"
-                "Accept: text/event-stream\r\nUser-Agent: open-pages\r\n\r\n"
-            ).encode()
+            req = self.stream_request(page)
             if page.transport is None:
                 async with sem:
                     page.waiter = loop.create_future()

@@ -13,30 +13,17 @@ use std::time::{Duration, Instant};
 use common::origin::StubOrigin;
 use common::process::Proc;
 use common::proxy::{
-    Sections, TestProxy, admin_state, config_with, eventually, free_port, wait_listening,
+    Sections, TestProxy, admin_state, config_with, eventually, free_port, ticket_in, wait_listening,
 };
 
 const ROOM: &str = "total_active_users = 100000\nnew_users_per_minute = 1000000\n";
 
 fn start(listen: &str) -> TestProxy {
-    let origin = StubOrigin::start();
-    TestProxy::start_sections(
-        origin.addr,
-        origin,
-        Sections {
-            listen,
-            room: ROOM,
-            ..Sections::default()
-        },
-    )
+    TestProxy::start_room_listening(ROOM, listen)
 }
 
 fn connect(proxy: &TestProxy) -> TcpStream {
-    let stream = TcpStream::connect(("127.0.0.1", proxy.port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(8)))
-        .unwrap();
-    stream
+    proxy.connect_raw()
 }
 
 /// One answer read off `stream`: (status, head, body); None if the connection ended first.
@@ -82,18 +69,6 @@ fn ends_within(stream: &mut TcpStream, within: Duration) -> Option<String> {
         }
         Err(_) => None,
     }
-}
-
-/// The waiting-room cookie an answer's head sets.
-fn ticket(head: &str) -> Option<String> {
-    head.lines().find_map(|l| {
-        let (name, value) = l.split_once(':')?;
-        let value = name
-            .eq_ignore_ascii_case("set-cookie")
-            .then_some(value.trim())?
-            .strip_prefix("waitroom=")?;
-        Some(value.split(';').next()?.to_owned())
-    })
 }
 
 /// A room of one, taken: everyone else waits.
@@ -273,7 +248,7 @@ async fn a_visitor_who_goes_away_is_not_an_error_in_the_log() {
     let mut waiting = connect();
     let (status, head, _) = get(&mut waiting, "/").unwrap();
     assert_eq!(status, 200);
-    let ticket = ticket(&head).expect("a ticket");
+    let ticket = ticket_in(&head).expect("a ticket");
     write!(
         waiting,
         "GET /__waitroom/events HTTP/1.1\r\nHost: shop.example.com\r\nCookie: waitroom={ticket}\r\n\r\n"
@@ -337,7 +312,7 @@ async fn a_crowd_larger_than_the_open_file_limit_comes_and_goes_and_a_newcomer_i
     let mut line = connect();
     assert_eq!(get(&mut line, "/").unwrap().0, 200);
     let tickets: Vec<String> = (0..CROWD)
-        .map(|_| ticket(&get(&mut line, "/").unwrap().1).expect("a ticket"))
+        .map(|_| ticket_in(&get(&mut line, "/").unwrap().1).expect("a ticket"))
         .collect();
     drop(line);
     // The crowd opens its waiting pages' event streams at once, and holds them.

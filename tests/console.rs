@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use common::origin::StubOrigin;
 use common::process::Proc;
-use common::proxy::{ADMIN_TOKEN, Sections, TestProxy, config_with, free_port, wait_listening};
+use common::proxy::{
+    ADMIN_TOKEN, Sections, TestProxy, admin_get, admin_patch, config_with, free_port,
+    wait_listening,
+};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 
@@ -142,20 +145,8 @@ impl Browser {
     }
 }
 
-async fn bearer_state(proxy: &TestProxy) -> serde_json::Value {
-    proxy.state().await
-}
-
 async fn audit(proxy: &TestProxy) -> Vec<serde_json::Value> {
-    let answer: serde_json::Value = reqwest::Client::new()
-        .get(format!("{}/admin/audit", proxy.admin))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer = admin_get(&proxy.admin, "/admin/audit").await;
     answer["entries"].as_array().unwrap().clone()
 }
 
@@ -319,7 +310,7 @@ async fn a_session_reads_the_api_and_changes_it_only_with_its_csrf_token_from_it
         let answer = request.send().await.unwrap();
         assert_eq!(answer.status(), StatusCode::FORBIDDEN, "{what}");
     }
-    assert_eq!(bearer_state(&proxy).await["queue_all"], false);
+    assert_eq!(proxy.state().await["queue_all"], false);
     assert!(
         audit(&proxy)
             .await
@@ -333,7 +324,7 @@ async fn a_session_reads_the_api_and_changes_it_only_with_its_csrf_token_from_it
         .await
         .unwrap();
     assert_eq!(applied.status(), StatusCode::OK);
-    assert_eq!(bearer_state(&proxy).await["queue_all"], true);
+    assert_eq!(proxy.state().await["queue_all"], true);
     // The public listener obeys: a newcomer queues, the visitor inside keeps going.
     proxy.tick().await;
     let mut late = proxy.visitor();
@@ -344,16 +335,9 @@ async fn a_session_reads_the_api_and_changes_it_only_with_its_csrf_token_from_it
     assert!(early.get("/").await.reached_origin());
 
     // The bearer token works as before, beside the session.
-    let bearer = reqwest::Client::new()
-        .patch(format!("{}/admin/config", proxy.admin))
-        .bearer_auth(ADMIN_TOKEN)
-        .header("content-type", "application/merge-patch+json")
-        .body(r#"{"queue_all": false}"#)
-        .send()
-        .await
-        .unwrap();
+    let bearer = admin_patch(&proxy.admin, "/admin/config", r#"{"queue_all": false}"#).await;
     assert_eq!(bearer.status(), StatusCode::OK);
-    assert_eq!(bearer_state(&proxy).await["queue_all"], false);
+    assert_eq!(proxy.state().await["queue_all"], false);
     // A wrong bearer token is refused even beside a good session cookie.
     let wrong_bearer = browser
         .request(reqwest::Method::GET, "/admin/state")
@@ -393,7 +377,7 @@ async fn each_console_control_takes_effect_on_the_public_listener() {
             .status(),
         StatusCode::OK
     );
-    let state = bearer_state(&proxy).await;
+    let state = proxy.state().await;
     assert_eq!(
         (&state["total_active_users"], &state["new_users_per_minute"]),
         (&1.into(), &60.into())
@@ -450,7 +434,7 @@ async fn each_console_control_takes_effect_on_the_public_listener() {
             .iter()
             .any(|c| c.starts_with("waitroom="))
     );
-    assert_eq!(bearer_state(&proxy).await["suspended"], true);
+    assert_eq!(proxy.state().await["suspended"], true);
 
     // An event added, called off and deleted, as the console's events list does.
     let event = |method: reqwest::Method, path: &str, body: &str| {
@@ -503,14 +487,12 @@ async fn each_console_control_takes_effect_on_the_public_listener() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_log_names_who_changed_what_and_from_where() {
     let proxy = start();
-    let token_change = reqwest::Client::new()
-        .patch(format!("{}/admin/config", proxy.admin))
-        .bearer_auth(ADMIN_TOKEN)
-        .header("content-type", "application/merge-patch+json")
-        .body(r#"{"total_active_users": 7}"#)
-        .send()
-        .await
-        .unwrap();
+    let token_change = admin_patch(
+        &proxy.admin,
+        "/admin/config",
+        r#"{"total_active_users": 7}"#,
+    )
+    .await;
     assert_eq!(token_change.status(), StatusCode::OK);
     let mut browser = Browser::new(&proxy.admin);
     browser.sign_in().await;
@@ -643,7 +625,7 @@ async fn a_session_ends_when_it_expires_or_signs_out() {
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(browser.sign_out().await.status(), StatusCode::UNAUTHORIZED);
-    assert_eq!(bearer_state(&proxy).await["queue_all"], false);
+    assert_eq!(proxy.state().await["queue_all"], false);
 }
 
 /// Reads the stream until `wanted` events have come (or 10 s have gone): their names and data.

@@ -11,31 +11,17 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::origin::StubOrigin;
-use common::proxy::{Sections, TestProxy, eventually};
+use common::proxy::{TestProxy, eventually, ticket_in};
 
 /// A room of one: the first visitor takes it, everyone else waits.
 const FULL_ROOM: &str = "total_active_users = 1\nnew_users_per_minute = 100\n";
 
 fn start(listen: &str) -> TestProxy {
-    let origin = StubOrigin::start();
-    TestProxy::start_sections(
-        origin.addr,
-        origin,
-        Sections {
-            listen,
-            room: FULL_ROOM,
-            ..Sections::default()
-        },
-    )
+    TestProxy::start_room_listening(FULL_ROOM, listen)
 }
 
 fn connect(proxy: &TestProxy) -> TcpStream {
-    let stream = TcpStream::connect(("127.0.0.1", proxy.port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(8)))
-        .unwrap();
-    stream
+    proxy.connect_raw()
 }
 
 /// What `stream` sends until `text` has come (or it ends, or 8 s pass).
@@ -63,17 +49,7 @@ fn wait_in_line(proxy: &TestProxy) -> (TcpStream, String) {
     let mut got = Vec::new();
     assert!(read_until(&mut stream, &mut got, "</html>"), "the page");
     let text = String::from_utf8_lossy(&got).into_owned();
-    let ticket = text
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            let value = name
-                .eq_ignore_ascii_case("set-cookie")
-                .then_some(value.trim())?
-                .strip_prefix("waitroom=")?;
-            Some(value.split(';').next()?.to_owned())
-        })
-        .expect("a ticket");
+    let ticket = ticket_in(&text).expect("a ticket");
     (stream, ticket)
 }
 

@@ -277,6 +277,29 @@ impl TestProxy {
         }
     }
 
+    /// A raw connection to the public listener, reads timing out after 8 s.
+    pub fn connect_raw(&self) -> std::net::TcpStream {
+        let stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(8)))
+            .unwrap();
+        stream
+    }
+
+    /// The proxy with `room` and `listen` lines, before a stub origin of its own.
+    pub fn start_room_listening(room: &str, listen: &str) -> Self {
+        let origin = StubOrigin::start();
+        Self::start_sections(
+            origin.addr,
+            origin,
+            Sections {
+                listen,
+                room,
+                ..Sections::default()
+            },
+        )
+    }
+
     pub fn visitor(&self) -> Visitor {
         Visitor::new(&self.base)
     }
@@ -301,15 +324,44 @@ impl TestProxy {
     }
 }
 
+/// The waiting-room cookie a raw answer's head sets.
+pub fn ticket_in(head: &str) -> Option<String> {
+    head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        let value = name
+            .eq_ignore_ascii_case("set-cookie")
+            .then_some(value.trim())?
+            .strip_prefix("waitroom=")?;
+        Some(value.split(';').next()?.to_owned())
+    })
+}
+
 /// GET /admin/state of the admin listener at `admin` (http://host:port).
 pub async fn admin_state(admin: &str) -> serde_json::Value {
+    admin_get(admin, "/admin/state").await
+}
+
+/// `path` of the admin listener at `admin`, as JSON, with the bearer token.
+pub async fn admin_get(admin: &str, path: &str) -> serde_json::Value {
     reqwest::Client::new()
-        .get(format!("{admin}/admin/state"))
+        .get(format!("{admin}{path}"))
         .bearer_auth(ADMIN_TOKEN)
         .send()
         .await
         .unwrap()
         .json()
+        .await
+        .unwrap()
+}
+
+/// A JSON merge patch of `path` on the admin listener at `admin`, with the bearer token.
+pub async fn admin_patch(admin: &str, path: &str, patch: &'static str) -> reqwest::Response {
+    reqwest::Client::new()
+        .patch(format!("{admin}{path}"))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "application/merge-patch+json")
+        .body(patch)
+        .send()
         .await
         .unwrap()
 }
