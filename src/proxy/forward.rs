@@ -227,11 +227,12 @@ fn revoke_command(response: &mut ResponseHeader) -> bool {
 /// Headers that tell a CDN how long to keep a response whatever Cache-Control says (RFC 9213's
 /// `CDN-Cache-Control`, Cloudflare's own, Fastly's and Akamai's): a `private` the CDN was told
 /// to ignore would keep nothing out of it.
-const CDN_CACHE_HEADERS: [&str; 4] = [
-    "cdn-cache-control",
-    "cloudflare-cdn-cache-control",
-    "surrogate-control",
-    "edge-control",
+/// Named once: a name given as a string is parsed again on every lookup.
+const CDN_CACHE_HEADERS: [http::HeaderName; 4] = [
+    http::HeaderName::from_static("cdn-cache-control"),
+    http::HeaderName::from_static("cloudflare-cdn-cache-control"),
+    http::HeaderName::from_static("surrogate-control"),
+    http::HeaderName::from_static("edge-control"),
 ];
 
 /// A response that sets a visitor's own cookie, or answers a pass holder, must never be stored
@@ -239,13 +240,23 @@ const CDN_CACHE_HEADERS: [&str; 4] = [
 /// without `public` or `s-maxage`, and without the headers that override it for CDNs. A
 /// response with no Cache-Control gets `private` too: shared caches may keep it heuristically.
 fn keep_out_of_shared_caches(response: &mut ResponseHeader) -> pingora::Result<()> {
-    for name in CDN_CACHE_HEADERS {
-        response.remove_header(name);
+    // This runs on every pass holder's page: what is not there is not removed (a removal also
+    // searches Pingora's map of the header names' spellings).
+    for name in &CDN_CACHE_HEADERS {
+        if response.headers.contains_key(name) {
+            response.remove_header(name);
+        }
     }
-    // This runs on every pass holder's page: an origin that already says `private` in one line,
-    // without `public` or `s-maxage`, is left as it is, with no allocation.
+    // An origin that already says `private` in one line, without `public` or `s-maxage`, is left
+    // as it is, and one that says nothing gets `private` as a constant: no allocation either way.
     if already_private(&response.headers) {
         return Ok(());
+    }
+    if !response.headers.contains_key(http::header::CACHE_CONTROL) {
+        return response.insert_header(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("private"),
+        );
     }
     let mut directives: Vec<String> = response
         .headers
@@ -338,7 +349,7 @@ mod tests {
         ]);
         keep_out_of_shared_caches(&mut r).unwrap();
         assert_eq!(cache_control(&r), "must-revalidate, private");
-        for name in CDN_CACHE_HEADERS {
+        for name in &CDN_CACHE_HEADERS {
             assert!(r.headers.get(name).is_none(), "{name}");
         }
         assert!(r.headers.get("x-other").is_some());

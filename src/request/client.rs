@@ -195,25 +195,27 @@ pub fn forwarded_for<'a>(lines: impl Iterator<Item = &'a [u8]>, peer: IpAddr) ->
         value.extend_from_slice(b", ");
     }
     match canonical(peer) {
-        // Written by hand: formatting through `Display` was a measurable part of every
-        // forwarded request (BENCHMARKS.md).
-        IpAddr::V4(v4) => {
-            for (i, octet) in v4.octets().into_iter().enumerate() {
-                if i > 0 {
-                    value.push(b'.');
-                }
-                if octet >= 100 {
-                    value.push(b'0' + octet / 100);
-                }
-                if octet >= 10 {
-                    value.push(b'0' + octet / 10 % 10);
-                }
-                value.push(b'0' + octet % 10);
-            }
-        }
+        IpAddr::V4(v4) => write_octets(&mut value, v4.octets()),
         v6 => value.extend_from_slice(v6.to_string().as_bytes()),
     }
     value
+}
+
+/// Dotted decimal, written by hand: formatting through `Display` was a measurable part of every
+/// forwarded request and of every pass holder's (BENCHMARKS.md).
+fn write_octets(out: &mut Vec<u8>, octets: [u8; 4]) {
+    for (i, octet) in octets.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b'.');
+        }
+        if octet >= 100 {
+            out.push(b'0' + octet / 100);
+        }
+        if octet >= 10 {
+            out.push(b'0' + octet / 10 % 10);
+        }
+        out.push(b'0' + octet % 10);
+    }
 }
 
 /// The client network a pass is counted in (`pass.max_networks`): an IPv4 /24, or the IPv6
@@ -223,7 +225,11 @@ pub fn network_key(ip: IpAddr, ipv6_prefix: u8) -> String {
     match canonical(ip) {
         IpAddr::V4(v4) => {
             let [a, b, c, _] = v4.octets();
-            format!("{a}.{b}.{c}.0/24")
+            let mut key = Vec::with_capacity(18);
+            write_octets(&mut key, [a, b, c, 0]);
+            key.extend_from_slice(b"/24");
+            // Digits, dots and a slash only.
+            String::from_utf8(key).unwrap_or_default()
         }
         v6 => limit_key(v6, ipv6_prefix),
     }
