@@ -13,7 +13,5 @@ pub use labels::{
     ChallengeResult, EntryResult, ORIGIN_CLASSES, Outcome, ProofResult, STREAM_REFUSALS,
     StreamRefusal, UPGRADE_REFUSALS, UPSTREAM_ERROR_KINDS, UpgradeRefusal, UpstreamFailure,
 };
-pub use metrics::{
-    HISTOGRAMS, Metrics, MetricsRegistry, NAMES, ORIGIN_BOUNDS, OriginMetrics, PROCESS_NAMES,
-    WAIT_BOUNDS,
-};
+pub use metrics::{HISTOGRAMS, Metrics, MetricsRegistry, NAMES, OriginMetrics, PROCESS_NAMES};
+pub use metrics::{ORIGIN_BOUNDS, WAIT_BOUNDS};
