@@ -144,6 +144,17 @@ pub struct Summary {
     pub origin_latency: Buckets,
 }
 
+/// What the first reading is measured from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Zero: the store began with this process (the memory store), so all its counts are this
+    /// history's, the admissions before the loop's first tick too.
+    FromZero,
+    /// The first reading itself: a shared store holds the room's past from before this
+    /// instance started, which is not this history's.
+    FromFirstReading,
+}
+
 /// The last [`KEPT_MINUTES`] minutes (or fewer), oldest first.
 #[derive(Debug)]
 pub struct History {
@@ -154,23 +165,21 @@ pub struct History {
     seen: Option<Reading>,
 }
 
-impl Default for History {
-    fn default() -> Self {
-        Self::new(KEPT_MINUTES)
-    }
-}
-
 impl History {
-    pub fn new(kept: usize) -> Self {
+    /// The last [`KEPT_MINUTES`].
+    pub fn new(start: Start) -> Self {
+        Self::keeping(KEPT_MINUTES, start)
+    }
+
+    pub fn keeping(kept: usize, start: Start) -> Self {
         Self {
             kept: kept.max(1),
             minutes: VecDeque::new(),
-            seen: None,
+            seen: (start == Start::FromZero).then(Reading::default),
         }
     }
 
-    /// A tick's reading at `now`. The first reading is the start: what came before it is not
-    /// this history's (a proxy joining a running room on Redis does not claim the room's past).
+    /// A tick's reading at `now`.
     pub fn observe(&mut self, now: Millis, reading: Reading) {
         let start = now - now.rem_euclid(MINUTE_MS);
         let (added, wait, latency) = match &self.seen {
@@ -268,7 +277,7 @@ mod tests {
     fn each_minute_keeps_what_changed_in_it_and_its_last_gauges() {
         let clock = clock();
         let start = clock.now_ms();
-        let mut history = History::default();
+        let mut history = History::new(Start::FromFirstReading);
         history.observe(clock.now_ms(), reading(100, 200, 0, 0));
         clock.advance(Duration::from_secs(20));
         history.observe(clock.now_ms(), reading(103, 210, 3, 7));
@@ -301,9 +310,19 @@ mod tests {
     }
 
     #[test]
+    fn a_history_from_zero_counts_the_first_reading_too() {
+        let clock = clock();
+        let now = clock.now_ms();
+        let mut history = History::new(Start::FromZero);
+        history.observe(now, reading(2, 3, 2, 3));
+        let summary = history.summary(now, now + MINUTE_MS);
+        assert_eq!((summary.added.admitted, summary.added.joined), (2, 3));
+    }
+
+    #[test]
     fn readings_out_of_order_count_nothing_twice() {
         let clock = clock();
-        let mut history = History::default();
+        let mut history = History::new(Start::FromFirstReading);
         history.observe(clock.now_ms(), reading(0, 0, 0, 0));
         history.observe(clock.now_ms(), reading(5, 0, 0, 0));
         history.observe(clock.now_ms(), reading(3, 0, 0, 0));
@@ -321,7 +340,7 @@ mod tests {
     #[test]
     fn only_the_last_minutes_are_kept() {
         let clock = clock();
-        let mut history = History::new(3);
+        let mut history = History::keeping(3, Start::FromFirstReading);
         for admitted in 0..5 {
             history.observe(clock.now_ms(), reading(admitted, 0, 0, 0));
             clock.advance(Duration::from_secs(60));
@@ -339,7 +358,7 @@ mod tests {
     fn a_minute_nobody_read_has_no_record() {
         let clock = clock();
         let start = clock.now_ms();
-        let mut history = History::default();
+        let mut history = History::new(Start::FromFirstReading);
         history.observe(clock.now_ms(), reading(0, 0, 0, 0));
         clock.advance(Duration::from_secs(180));
         history.observe(clock.now_ms(), reading(4, 0, 0, 0));
@@ -351,7 +370,7 @@ mod tests {
     fn the_longest_wait_of_a_minute_and_of_a_span() {
         let clock = clock();
         let start = clock.now_ms();
-        let mut history = History::default();
+        let mut history = History::new(Start::FromFirstReading);
         let waited = |ms| Reading {
             longest_wait_ms: ms,
             ..Reading::default()
@@ -399,7 +418,7 @@ mod tests {
     fn histograms_add_by_minute() {
         let clock = clock();
         let start = clock.now_ms();
-        let mut history = History::default();
+        let mut history = History::new(Start::FromFirstReading);
         let latency = |b: Vec<u64>| Reading {
             origin_latency: Buckets(b),
             ..Reading::default()

@@ -17,7 +17,7 @@ use crate::clock::{Millis, rfc3339_ms};
 use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
-use crate::core::history::{Buckets, Counters, History, Reading};
+use crate::core::history::{Buckets, Counters, History, Reading, Start};
 use crate::core::room::RoomCounts;
 use crate::observe::{ChallengeResult, Metrics, UpstreamFailure};
 use crate::store::StoreError;
@@ -100,7 +100,9 @@ pub enum PublishError {
 }
 
 impl RoomLoop {
-    pub fn new(room: Arc<Room>) -> Self {
+    /// `start`: whether the store's counts began with this process (the memory store) or
+    /// hold a past from before it (Redis).
+    pub fn new(room: Arc<Room>, start: Start) -> Self {
         Self {
             autopilot: RoomPilotLoop::new(room.clone()),
             settings_version: AtomicU64::new(0),
@@ -117,7 +119,7 @@ impl RoomLoop {
             outage_since: AtomicI64::new(0),
             claims_held_until: AtomicI64::new(0),
             writing: tokio::sync::Mutex::new(()),
-            history: Mutex::new(History::default()),
+            history: Mutex::new(History::new(start)),
             room,
         }
     }
