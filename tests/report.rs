@@ -1,13 +1,15 @@
 #![allow(clippy::unwrap_used)]
 //! The drop report (`GET /admin/report`) on the real proxy, its clock driven: visitors let in,
 //! queued, called and gone, and the report's figures, its minutes, its CSV and its HTML file
-//! exactly what happened; `?event=` keeps one event's window; nobody reads it without the token.
+//! exactly what happened; `?event=` keeps one event's window; nobody reads it without the token;
+//! two proxies on Redis report the room's line alike and their own origin traffic apart.
 
 mod common;
 
 use std::time::Duration;
 
-use common::proxy::{ADMIN_TOKEN, TestProxy, Visitor};
+use common::proxy::{ADMIN_TOKEN, Sections, TestProxy, Visitor, eventually};
+use common::redis_server::RedisServer;
 use reqwest::StatusCode;
 use waitroom::clock::{Clock, Millis, rfc3339_ms};
 
@@ -290,4 +292,51 @@ async fn nobody_reads_the_report_without_the_token() {
         .unwrap();
     assert_eq!(html.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(get(&proxy, "/admin/report").await.status(), StatusCode::OK);
+}
+
+/// Two proxies sharing Redis: the line's figures are the store's, the same on both; what
+/// reached the origin is each instance's own share, and `scope` says which is which.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxies_on_redis_report_the_rooms_line_alike_and_their_own_share_apart() {
+    let redis = RedisServer::start();
+    let proxies = TestProxy::sharing_redis(
+        2,
+        &redis.url(),
+        Sections {
+            room: "total_active_users = 10\nnew_users_per_minute = 100",
+            ..Sections::default()
+        },
+    );
+    // Each history starts at its loop's first reading: the visitors come after it.
+    for proxy in &proxies {
+        eventually("a first minute recorded", || async {
+            report(proxy, "").await["rooms"][0]["minutes"].as_u64() >= Some(1)
+        })
+        .await;
+    }
+    for _ in 0..2 {
+        assert!(proxies[0].visitor().get("/").await.reached_origin());
+    }
+    assert!(proxies[1].visitor().get("/").await.reached_origin());
+    for (proxy, own) in proxies.iter().zip([2, 1]) {
+        eventually("the three admissions read from the store", || async {
+            report(proxy, "").await["rooms"][0]["admitted"] == 3
+        })
+        .await;
+        let report = report(proxy, "").await;
+        let room = &report["rooms"][0];
+        assert_eq!(room["origin"]["requests"], own, "{room}");
+        assert!(
+            report["scope"]["instance"]
+                .as_array()
+                .unwrap()
+                .contains(&"origin".into())
+        );
+        assert!(
+            report["scope"]["room"]
+                .as_array()
+                .unwrap()
+                .contains(&"admitted".into())
+        );
+    }
 }
