@@ -237,6 +237,9 @@ struct RoomReport {
     #[serde(flatten)]
     figures: Figures,
     events: Vec<EventReport>,
+    /// The span of `figures`: the CSV's rows.
+    #[serde(skip)]
+    span: Span,
 }
 
 #[derive(Serialize)]
@@ -285,6 +288,7 @@ fn room_report(admin: &RoomAdmin, event: Option<&str>) -> Option<RoomReport> {
         name: settings.name.clone(),
         figures: Figures::of(&history, span),
         events,
+        span,
     })
 }
 
@@ -314,7 +318,7 @@ pub fn report(rooms: &[RoomAdmin], instance: &str, now: Millis, query: Option<&s
     };
     match query.format {
         Format::Json => Reply::json(200, &report),
-        Format::Csv => Reply::new(200, "text/csv; charset=utf-8", csv(rooms, &query, &report)),
+        Format::Csv => Reply::new(200, "text/csv; charset=utf-8", csv(rooms, &report)),
         Format::Html => html(&report, now),
     }
 }
@@ -329,22 +333,18 @@ fn csv_field(text: &str) -> String {
 }
 
 /// One row per minute per room, over the report's span (the event's with `?event=`).
-fn csv(rooms: &[RoomAdmin], query: &Query, report: &Report) -> String {
+fn csv(rooms: &[RoomAdmin], report: &Report) -> String {
     let mut out = format!("{CSV_HEADER}\n");
-    for room in rooms {
-        let Some(reported) = report.rooms.iter().find(|r| r.room == room.id()) else {
+    for reported in &report.rooms {
+        let Some(room) = rooms.iter().find(|r| r.id() == reported.room) else {
             continue;
         };
-        let span = match (&query.event, reported.events.first()) {
-            (Some(_), Some(event)) => event_span(room, &event.event).unwrap_or(Span::EVERYTHING),
-            _ => Span::EVERYTHING,
-        };
         let history = room.room_loop().history();
-        for minute in history.minutes(span.from, span.until) {
+        for minute in history.minutes(reported.span.from, reported.span.until) {
             let a = minute.added;
             out.push_str(&format!(
                 "{},{},{},{},{},{},{},{},{}\n",
-                csv_field(room.id()),
+                csv_field(&reported.room),
                 rfc3339_ms(minute.start),
                 minute.inside,
                 minute.waiting,
@@ -357,12 +357,6 @@ fn csv(rooms: &[RoomAdmin], query: &Query, report: &Report) -> String {
         }
     }
     out
-}
-
-fn event_span(room: &RoomAdmin, name: &str) -> Option<Span> {
-    let settings = room.room().settings.configured();
-    let event = settings.events.iter().find(|e| e.name == name)?;
-    Some(Span::of_event(event.times.opens_ms(), event.times.end_ms))
 }
 
 /// The timeline drawn as an SVG: inside and waiting as lines, admitted per minute as bars, on
