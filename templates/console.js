@@ -301,6 +301,119 @@
     }).catch(function (e) { say("The audit log did not load: " + e.message, true); });
   }
 
+  // The drop report: figures, and the timeline drawn as the HTML report draws it (lines for
+  // inside and waiting, a bar per minute for admitted, one scale).
+  var SVG = "http://www.w3.org/2000/svg";
+  var CHART_WIDTH = 720, CHART_HEIGHT = 200;
+
+  function svg(name, attributes) {
+    var el = document.createElementNS(SVG, name);
+    Object.keys(attributes).forEach(function (key) { el.setAttribute(key, attributes[key]); });
+    return el;
+  }
+
+  function chart(timeline) {
+    var top = 1;
+    timeline.forEach(function (p) { top = Math.max(top, p.inside, p.waiting, p.admitted); });
+    var step = CHART_WIDTH / Math.max(timeline.length, 1);
+    function y(v) { return CHART_HEIGHT - CHART_HEIGHT * v / top; }
+    function line(name) {
+      return timeline.map(function (p, i) {
+        return (step * (i + 0.5)).toFixed(1) + "," + y(p[name]).toFixed(1);
+      }).join(" ");
+    }
+    var first = timeline.length ? timeline[0].minute : "";
+    var last = timeline.length ? timeline[timeline.length - 1].minute : "";
+    var el = svg("svg", {
+      "class": "chart", viewBox: "0 0 " + CHART_WIDTH + " " + CHART_HEIGHT, role: "img",
+      "aria-label": "Per minute from " + first + " to " + last + ": inside, waiting (lines) and admitted (bars), scale 0 to " + top
+    });
+    timeline.forEach(function (p, i) {
+      if (p.admitted > 0) {
+        el.appendChild(svg("rect", {
+          "class": "admitted", x: step * i + step * 0.2, y: y(p.admitted),
+          width: step * 0.6, height: CHART_HEIGHT - y(p.admitted)
+        }));
+      }
+    });
+    el.appendChild(svg("polyline", { "class": "waiting", points: line("waiting") }));
+    el.appendChild(svg("polyline", { "class": "inside", points: line("inside") }));
+    return { el: el, top: top, first: first, last: last };
+  }
+
+  function figure(list, name, value) {
+    var div = document.createElement("div");
+    var dt = document.createElement("dt");
+    var dd = document.createElement("dd");
+    dt.textContent = name;
+    dd.textContent = value;
+    div.appendChild(dt);
+    div.appendChild(dd);
+    list.appendChild(div);
+  }
+
+  function reportOf(title, figures, eventName) {
+    var part = document.createElement("div");
+    var heading = document.createElement("h3");
+    heading.textContent = title;
+    part.appendChild(heading);
+    var list = document.createElement("dl");
+    list.className = "figures";
+    figure(list, "Admitted", figures.admitted);
+    figure(list, "Joined the line", figures.joined);
+    figure(list, "Gave up waiting", figures.abandoned);
+    figure(list, "Wait p50 / p95 / max (s)", shown(figures.wait.p50) + " / " + shown(figures.wait.p95) + " / " + shown(figures.wait.max));
+    figure(list, "Order kept (tau)", shown(figures.order_tau));
+    figure(list, "Shop's server p95 (s)", shown(figures.origin.p95_seconds));
+    figure(list, "Shop's server errors", figures.origin.error_rate === null ? "–" : (figures.origin.error_rate * 100).toFixed(2) + " % of " + figures.origin.requests);
+    figure(list, "Revoked (ended / shared)", figures.revoked.ended + " / " + figures.revoked.shared);
+    figure(list, "Challenges passed / failed", figures.challenges.passed + " / " + figures.challenges.failed);
+    part.appendChild(list);
+    if (figures.timeline.length) {
+      var drawn = chart(figures.timeline);
+      part.appendChild(drawn.el);
+      var key = document.createElement("p");
+      key.className = "key muted";
+      key.textContent = "0 to " + drawn.top + ", " + drawn.first + " to " + drawn.last + ":";
+      ["inside", "waiting", "admitted"].forEach(function (name) {
+        var swatch = document.createElement("span");
+        swatch.className = "k-" + name;
+        key.appendChild(swatch);
+        key.appendChild(document.createTextNode(name === "admitted" ? "admitted per minute" : name));
+      });
+      part.appendChild(key);
+    } else {
+      var none = document.createElement("p");
+      none.className = "muted";
+      none.textContent = "No minute recorded in this span yet.";
+      part.appendChild(none);
+    }
+    if (eventName) {
+      var link = document.createElement("a");
+      link.href = "/admin/report?format=html&event=" + encodeURIComponent(eventName);
+      link.setAttribute("download", "");
+      link.textContent = "Download this event's report (HTML)";
+      part.appendChild(link);
+    }
+    return part;
+  }
+
+  function loadReport() {
+    api("GET", "/admin/report").then(function (answer) {
+      var el = document.getElementById("report");
+      el.textContent = "";
+      (answer.rooms || []).forEach(function (room) {
+        el.appendChild(reportOf(room.name + " (" + room.room + "), " + room.minutes + " minutes", room, null));
+        (room.events || []).forEach(function (event) {
+          el.appendChild(reportOf("Event " + event.event + " (" + event.opens + " to " + event.ends + ")", event, event.event));
+        });
+      });
+    }).catch(function (e) { say("The report did not load: " + e.message, true); });
+  }
+  document.getElementById("report-refresh").addEventListener("click", loadReport);
+  // A record a minute: once a minute is all the report can change.
+  setInterval(loadReport, 60000);
+
   var source = new EventSource("/admin/console/events");
   source.addEventListener("state", function (event) {
     var answer = JSON.parse(event.data);
@@ -322,4 +435,5 @@
   });
 
   loadAudit();
+  loadReport();
 })();

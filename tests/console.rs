@@ -174,7 +174,13 @@ async fn without_a_session_the_console_is_only_the_sign_in_form() {
         assert!(!page.contains(absent), "{absent} on the sign-in page");
     }
     // Nothing else of the console or the API answers without a session.
-    for path in ["/admin/console/events", "/admin/audit", "/admin/state"] {
+    for path in [
+        "/admin/console/events",
+        "/admin/audit",
+        "/admin/state",
+        "/admin/report",
+        "/admin/report?format=html",
+    ] {
         assert_eq!(
             browser.get(path).await.status(),
             StatusCode::UNAUTHORIZED,
@@ -580,6 +586,34 @@ async fn the_audit_log_names_who_changed_what_and_from_where() {
     // Reads are not changes.
     browser.get("/admin/state").await;
     assert_eq!(audit(&proxy).await.len(), expected.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_the_drop_report_and_links_its_download() {
+    let proxy = start();
+    let mut visitor = proxy.visitor();
+    assert!(visitor.get("/").await.reached_origin());
+    // A quiet room (nobody waiting) is read once a second of its clock.
+    proxy.clock.advance(Duration::from_secs(1));
+    proxy.tick().await;
+    let mut browser = Browser::new(&proxy.admin);
+    browser.sign_in().await;
+    let page = browser.console_page().await;
+    assert!(
+        page.contains("id=\"report-heading\">Drop report</h2>"),
+        "{page}"
+    );
+    assert!(page.contains("href=\"/admin/report?format=html\" download"));
+    assert!(
+        page.contains("api(\"GET\", \"/admin/report\")"),
+        "the page fetches it"
+    );
+    // What the page fetches and the link downloads, with the session's cookie alone.
+    let report: serde_json::Value = browser.get("/admin/report").await.json().await.unwrap();
+    assert_eq!(report["rooms"][0]["admitted"], 1, "{report}");
+    let download = browser.get("/admin/report?format=html").await;
+    assert_eq!(download.status(), StatusCode::OK);
+    assert!(header(download.headers(), "content-disposition").starts_with("attachment;"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

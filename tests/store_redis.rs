@@ -732,6 +732,7 @@ async fn a_redis_cluster_passes_the_conformance_checks() {
     }
     check!(
         direct_admission_until_full,
+        joins_are_counted_once_per_visitor,
         joining_is_idempotent_and_positions_are_exact,
         fifo_rounds_call_in_order_and_the_claim_is_a_pass,
         the_rate_is_held,

@@ -6,6 +6,7 @@ pub mod bucket;
 pub mod estimate;
 pub mod expiring;
 pub mod fairness;
+pub mod history;
 pub mod ip_limit;
 pub mod proof;
 pub mod queue;

@@ -121,6 +121,9 @@ pub struct RoomCounts {
     pub expired_total: u64,
     pub revoked_total: u64,
     pub no_show_total: u64,
+    /// Visitors given a place in line (a join again with the same id keeps its place and is
+    /// not counted twice): the drop report's `joined`.
+    pub joined_total: u64,
 }
 
 impl RoomCounts {
@@ -262,6 +265,7 @@ impl RoomState {
             };
             self.places.insert(id.to_owned(), place);
             self.queue.insert(place, id);
+            self.counts.joined_total += 1;
         }
         self.heartbeats.set(id, now + limits.abandon_after_ms);
         let place = self.places.get(id).copied().unwrap_or_default();

@@ -484,10 +484,7 @@ impl Gate {
             ticket.place / 1000
         };
         let waited = (self.room.clock.now_ms() - arrived_at).max(0);
-        self.room
-            .metrics
-            .wait_seconds
-            .observe(waited as f64 / 1000.0);
+        self.room.metrics.waited(u64::try_from(waited).unwrap_or(0));
         let mut window = self.fairness.lock().unwrap_or_else(|p| p.into_inner());
         let compared = window.record(arrived_at, called_at);
         self.room

@@ -13,6 +13,7 @@ use crate::clock::ManualClock;
 use crate::config::Config;
 use crate::config::model::Environment;
 use crate::core::autopilot::Signal;
+use crate::core::history::Start;
 use crate::core::ip_limit::IpClaim;
 use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
 use crate::request::view::{Canonical, Head, Sites};
@@ -239,7 +240,7 @@ fn bench(room: &str, rest: &str) -> Bench {
     );
     let admission = AdmissionLoop::new(
         room.store.clone(),
-        vec![Arc::new(RoomLoop::new(room.clone()))],
+        vec![Arc::new(RoomLoop::new(room.clone(), Start::FromZero))],
         "instance".into(),
         Duration::from_secs(5),
     );

@@ -5,6 +5,8 @@ use super::labels::{
     ChallengeResult, EntryResult, ORIGIN_CLASSES, Outcome, ProofResult, StreamRefusal,
     UpgradeRefusal, UpstreamFailure,
 };
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use prometheus::{
     Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
     IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
@@ -55,6 +57,16 @@ pub const NAMES: &[&str] = &[
     "waitroom_origin_addresses",
 ];
 
+/// `waitroom_wait_seconds`' buckets' upper bounds (s): the drop report's wait quantiles are
+/// read within them.
+pub const WAIT_BOUNDS: &[f64] = &[
+    1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0,
+];
+/// `waitroom_origin_seconds`' buckets' upper bounds (s).
+pub const ORIGIN_BOUNDS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
 /// The histograms among `NAMES`.
 pub const HISTOGRAMS: &[&str] = &["waitroom_wait_seconds", "waitroom_origin_seconds"];
 
@@ -87,6 +99,9 @@ pub struct Metrics {
     pub expired: IntCounter,
     pub no_shows: IntCounter,
     pub wait_seconds: Histogram,
+    /// The longest wait (ms) from ticket to admission since the drop report's history last
+    /// took it (`take_longest_wait_ms`): a histogram has no maximum. 0: nobody since.
+    longest_wait_ms: AtomicU64,
     requests: [IntCounter; Outcome::ALL.len()],
     /// New tickets refused by the per-address limit: too fast, or too many in line.
     pub refused_too_fast: IntCounter,
@@ -288,9 +303,7 @@ impl MetricsRegistry {
             wait_seconds: histogram(
                 "waitroom_wait_seconds",
                 "Time from ticket to admission, for visitors admitted by this instance",
-                vec![
-                    1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0,
-                ],
+                WAIT_BOUNDS.to_vec(),
             ),
             requests: counter(
                 "waitroom_requests_total",
@@ -315,9 +328,7 @@ impl MetricsRegistry {
             origin_seconds: histogram(
                 "waitroom_origin_seconds",
                 "Time from choosing the origin to its response header, for forwarded requests",
-                vec![
-                    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-                ],
+                ORIGIN_BOUNDS.to_vec(),
             ),
             store_errors: counter(
                 "waitroom_store_errors_total",
@@ -456,6 +467,7 @@ impl MetricsRegistry {
             expired: self.expired.with_label_values(&[id]),
             no_shows: self.no_shows.with_label_values(&[id]),
             wait_seconds: self.wait_seconds.with_label_values(&[id]),
+            longest_wait_ms: AtomicU64::new(0),
             requests: Outcome::ALL.map(|o| self.requests.with_label_values(&with(o.label()))),
             refused_too_fast: self.refused.with_label_values(&with("rate")),
             refused_too_many_live: self.refused.with_label_values(&with("live")),
@@ -538,6 +550,53 @@ impl Metrics {
 
     pub fn upgrade_refused(&self, stage: UpgradeRefusal) {
         self.upgrades_refused[stage as usize].inc();
+    }
+
+    /// One wait from ticket to admission: the histogram, and the longest so far.
+    pub fn waited(&self, waited_ms: u64) {
+        self.wait_seconds.observe(waited_ms as f64 / 1000.0);
+        // At least 1, so that an admission at once still reads as someone admitted.
+        self.longest_wait_ms
+            .fetch_max(waited_ms.max(1), Ordering::Relaxed);
+    }
+
+    /// The longest wait since the last call (None: nobody was admitted from the line since).
+    pub fn take_longest_wait_ms(&self) -> Option<u64> {
+        Some(self.longest_wait_ms.swap(0, Ordering::Relaxed)).filter(|ms| *ms > 0)
+    }
+
+    pub fn challenges(&self, result: ChallengeResult) -> u64 {
+        self.turnstile_verifications[result as usize].get()
+    }
+
+    pub fn origin_failures(&self, kind: UpstreamFailure) -> u64 {
+        self.upstream_errors[kind as usize].get()
+    }
+
+    /// The origin's responses so far, all classes, and the 5xx among them.
+    pub fn origin_responses(&self) -> (u64, u64) {
+        let all = self.origin_responses.iter().map(IntCounter::get).sum();
+        (all, self.origin_responses[4].get())
+    }
+
+    /// A histogram's counts per bucket (not cumulated), the last one above every bound.
+    pub fn bucket_counts(histogram: &Histogram) -> Vec<u64> {
+        use prometheus::core::Metric;
+        let metric = histogram.metric();
+        let sampled = metric.get_histogram();
+        let mut below = 0;
+        let mut counts: Vec<u64> = sampled
+            .get_bucket()
+            .iter()
+            .map(|bucket| {
+                let cumulative = bucket.cumulative_count();
+                let count = cumulative.saturating_sub(below);
+                below = cumulative;
+                count
+            })
+            .collect();
+        counts.push(sampled.get_sample_count().saturating_sub(below));
+        counts
     }
 
     pub fn origin_response(&self, status: u16) {

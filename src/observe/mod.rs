@@ -14,3 +14,4 @@ pub use labels::{
     StreamRefusal, UPGRADE_REFUSALS, UPSTREAM_ERROR_KINDS, UpgradeRefusal, UpstreamFailure,
 };
 pub use metrics::{HISTOGRAMS, Metrics, MetricsRegistry, NAMES, OriginMetrics, PROCESS_NAMES};
+pub use metrics::{ORIGIN_BOUNDS, WAIT_BOUNDS};

@@ -17,7 +17,9 @@ use crate::clock::{Millis, rfc3339_ms};
 use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
+use crate::core::history::{Buckets, Counters, History, Reading, Start};
 use crate::core::room::RoomCounts;
+use crate::observe::{ChallengeResult, Metrics, UpstreamFailure};
 use crate::store::StoreError;
 
 /// Open waiting pages hear from the proxy at least this often, so that proxies and load
@@ -57,6 +59,8 @@ pub struct RoomLoop {
     writing: tokio::sync::Mutex<()>,
     /// The file's settings for this room and how the live ones came to differ from them.
     record: Mutex<Record>,
+    /// A record per minute of what the loop read (the drop report's).
+    history: Mutex<History>,
 }
 
 struct Record {
@@ -96,7 +100,9 @@ pub enum PublishError {
 }
 
 impl RoomLoop {
-    pub fn new(room: Arc<Room>) -> Self {
+    /// `start`: whether the store's counts began with this process (the memory store) or
+    /// hold a past from before it (Redis).
+    pub fn new(room: Arc<Room>, start: Start) -> Self {
         Self {
             autopilot: RoomPilotLoop::new(room.clone()),
             settings_version: AtomicU64::new(0),
@@ -113,6 +119,7 @@ impl RoomLoop {
             outage_since: AtomicI64::new(0),
             claims_held_until: AtomicI64::new(0),
             writing: tokio::sync::Mutex::new(()),
+            history: Mutex::new(History::new(start)),
             room,
         }
     }
@@ -487,7 +494,53 @@ impl RoomLoop {
         let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         self.room.metrics.occupancy.set(gauge(counts.occupancy()));
         self.room.metrics.queue_length.set(gauge(counts.queued));
+        let reading = self.reading(&counts);
+        self.history().observe(now, reading);
         Ok(counts)
+    }
+
+    /// What the history takes at a tick: the store's counts (the whole room's) and this
+    /// instance's counters, as they stand; nothing is counted for it on the request path.
+    fn reading(&self, counts: &RoomCounts) -> Reading {
+        let m = &self.room.metrics;
+        let (responses, server_errors) = m.origin_responses();
+        // Exchanges that ended without a response; `Status` is an answer, counted above.
+        let unanswered: u64 = [
+            UpstreamFailure::Connect,
+            UpstreamFailure::Tls,
+            UpstreamFailure::Timeout,
+            UpstreamFailure::Resolve,
+        ]
+        .into_iter()
+        .map(|kind| m.origin_failures(kind))
+        .sum();
+        let shared = m.passes_shared.get();
+        Reading {
+            inside: counts.occupancy(),
+            waiting: counts.queued,
+            counters: Counters {
+                admitted: counts.admitted_total,
+                joined: counts.joined_total,
+                abandoned: counts.abandoned_total,
+                // Every revocation this instance made, less those for sharing.
+                revoked_ended: m.revoked.get().saturating_sub(shared),
+                revoked_shared: shared,
+                challenges_passed: m.challenges(ChallengeResult::Passed),
+                challenges_failed: m.challenges(ChallengeResult::Failed),
+                origin_requests: responses + unanswered,
+                origin_errors: server_errors + unanswered,
+                order_pairs: m.order_pairs.get(),
+                order_inversions: m.order_inversions.get(),
+            },
+            wait: Buckets(Metrics::bucket_counts(&m.wait_seconds)),
+            longest_wait_ms: m.take_longest_wait_ms(),
+            origin_latency: Buckets(Metrics::bucket_counts(&m.origin_seconds)),
+        }
+    }
+
+    /// The room's minutes as this instance read them.
+    pub fn history(&self) -> std::sync::MutexGuard<'_, History> {
+        self.history.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Heartbeats come often enough that a page polling at the room's refresh interval hears

@@ -7,7 +7,8 @@ use super::admin::RoomAdmin;
 use super::start::StartError;
 use crate::clock::SharedClock;
 use crate::config::Config;
-use crate::config::model::RoomConfig;
+use crate::config::model::{Backend, RoomConfig};
+use crate::core::history::Start;
 use crate::entry::EntryVerifier;
 use crate::gate::{Gate, GateRules, ProofRule, TurnstileRule};
 use crate::observe::MetricsRegistry;
@@ -96,7 +97,11 @@ pub(super) fn assemble(
             entry: common.entry.clone(),
         },
     ));
-    let room_loop = Arc::new(RoomLoop::new(room.clone()));
+    let start = match config.store.backend {
+        Backend::Memory => Start::FromZero,
+        Backend::Redis { .. } => Start::FromFirstReading,
+    };
+    let room_loop = Arc::new(RoomLoop::new(room.clone(), start));
     Ok(AssembledRoom {
         admin: RoomAdmin::new(room.clone(), gate.clone(), room_loop.clone()),
         front: Front {

@@ -999,11 +999,30 @@ pub async fn the_pause_switch_is_kept_apart_from_the_record<S: Store>(
     );
 }
 
+/// The drop report's `joined`: one per visitor given a place, whether joining again or in a
+/// batch, and nobody counted twice.
+pub async fn joins_are_counted_once_per_visitor<S: Store>(store: S, _clock: Arc<ManualClock>) {
+    let l = limits(1, 100);
+    assert_eq!(store.counts().await.unwrap().joined_total, 0);
+    store.join("a", None, &l).await.unwrap();
+    store.join("b", None, &l).await.unwrap();
+    store.join("a", None, &l).await.unwrap();
+    assert_eq!(store.counts().await.unwrap().joined_total, 2);
+    assert!(store.leave_queue("b").await.unwrap());
+    store.join("c", None, &l).await.unwrap();
+    assert_eq!(
+        store.counts().await.unwrap().joined_total,
+        3,
+        "a visitor who left stays counted"
+    );
+}
+
 #[macro_export]
 macro_rules! store_conformance {
     ($make:expr) => {
         store_conformance!(@each $make;
             direct_admission_until_full,
+            joins_are_counted_once_per_visitor,
             joining_is_idempotent_and_positions_are_exact,
             fifo_rounds_call_in_order_and_the_claim_is_a_pass,
             the_rate_is_held,

@@ -8,6 +8,7 @@
 mod audit;
 mod console;
 mod live;
+mod report;
 mod room;
 mod sessions;
 mod sign_in_limit;
@@ -56,6 +57,8 @@ pub struct AdminApp {
     audit: AuditLog,
     /// Live views open now (`live::MAX_STREAMS` at most).
     live_streams: AtomicUsize,
+    /// The proxy's clock: the report's time.
+    clock: SharedClock,
 }
 
 /// The public listener as each room's state shows it: the open-file limit it lives within and
@@ -176,8 +179,9 @@ impl AdminApp {
             listener: parts.listener,
             sessions: Sessions::new(parts.clock.clone(), parts.console_session),
             sign_in_limit: SignInLimit::new(parts.clock.clone()),
-            audit: AuditLog::new(parts.clock),
+            audit: AuditLog::new(parts.clock.clone()),
             live_streams: AtomicUsize::new(0),
+            clock: parts.clock,
         }
     }
 
@@ -460,6 +464,14 @@ impl AdminApp {
                 return Reply::json(200, &serde_json::json!({ "rooms": rooms }));
             }
             ("POST", "reload") => return reloaded(self.reloader.reload().await),
+            ("GET", "report") => {
+                return report::report(
+                    &self.rooms,
+                    self.admission.instance(),
+                    self.clock.now_ms(),
+                    session.req_header().uri.query(),
+                );
+            }
             ("GET", "audit") => {
                 let entries = self.audit.newest_first();
                 return Reply::json(200, &serde_json::json!({ "entries": entries }));

@@ -73,6 +73,14 @@ impl RoomAdmin {
         &self.room.id
     }
 
+    pub fn room(&self) -> &Arc<Room> {
+        &self.room
+    }
+
+    pub fn room_loop(&self) -> &Arc<RoomLoop> {
+        &self.room_loop
+    }
+
     /// The room's store answers: for `/readyz`.
     pub async fn ping(&self) -> Result<(), crate::store::StoreError> {
         self.room.store.ping().await

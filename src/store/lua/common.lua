@@ -14,7 +14,7 @@
 --   8 bucket   HASH  tokens, at
 --   9 recent   LIST  "time:count" admissions of the last minute, oldest first
 --  10 counters HASH  admitted_total, abandoned_total, expired_total, revoked_total,
---                    no_show_total, recent (sum of the recent list), last_place
+--                    no_show_total, joined_total, recent (sum of the recent list), last_place
 --  11 leader   HASH  instance, until, fence, last (the last fence handed out), seen (the
 --                    highest fence a round used)
 --  12 settings HASH  version, json

@@ -35,6 +35,8 @@ local queued = redis.call('ZCARD', K_QUEUE)
 -- Every joiner's heartbeat gets the same deadline: the beats index is lowered to it (as beat in
 -- common.lua does) once for all their shards, at the end.
 local due = {}
+-- New places given (Store::counts' joined_total): a visitor joining again is not counted twice.
+local joined = 0
 
 -- One visitor: its place (kept, restored, or at the back), its position and the line's length.
 local function join(id, restore, ticket_epoch, r, shard)
@@ -55,6 +57,7 @@ local function join(id, restore, ticket_epoch, r, shard)
       at_back = true
     end
     queued = queued + redis.call('ZADD', K_QUEUE, int(place), id)
+    joined = joined + 1
   end
   redis.call('HSET', shard, id, deadline)
   due[#due + 1] = deadline
@@ -76,6 +79,9 @@ for i = 1, joiners do
 end
 if #due > 0 then
   redis.call('ZADD', K_BEATS, 'LT', unpack(due))
+end
+if joined > 0 then
+  redis.call('HINCRBY', K_COUNTERS, 'joined_total', joined)
 end
 if last ~= last_before then
   redis.call('HSET', K_COUNTERS, 'last_place', int(last))

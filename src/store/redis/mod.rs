@@ -491,6 +491,7 @@ impl Store for RedisStore {
             expired_total: r.count()?,
             revoked_total: r.count()?,
             no_show_total: r.count()?,
+            joined_total: r.count()?,
         })
     }
 

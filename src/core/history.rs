@@ -1,0 +1,459 @@
+//! The room's recent past, one record per minute, for the drop report: fed with the cumulative
+//! counters the admission loop reads at each tick (the store's counts, this instance's
+//! metrics), each minute keeps what changed in it. Bounded: the oldest minute goes first.
+//! Pure: the caller passes the time and the readings.
+
+use std::collections::VecDeque;
+
+use crate::clock::Millis;
+
+pub const MINUTE_MS: Millis = 60_000;
+/// A day of minutes: a drop and the hours around it.
+pub const KEPT_MINUTES: usize = 24 * 60;
+
+/// Counters that only grow, as read at one tick (totals since some start) or as what changed
+/// over a minute or a span of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    /// The room's, from the store: every instance's visitors.
+    pub admitted: u64,
+    pub joined: u64,
+    pub abandoned: u64,
+    /// This instance's: passes it revoked, by reason.
+    pub revoked_ended: u64,
+    pub revoked_shared: u64,
+    pub challenges_passed: u64,
+    pub challenges_failed: u64,
+    /// This instance's exchanges with the origin, and those that failed (5xx, no answer).
+    pub origin_requests: u64,
+    pub origin_errors: u64,
+    /// This instance's admissions compared with the earlier ones for order (ties excluded),
+    /// and those that arrived before someone admitted ahead of them.
+    pub order_pairs: u64,
+    pub order_inversions: u64,
+}
+
+impl Counters {
+    fn each(self, other: Self, f: impl Fn(u64, u64) -> u64) -> Self {
+        Self {
+            admitted: f(self.admitted, other.admitted),
+            joined: f(self.joined, other.joined),
+            abandoned: f(self.abandoned, other.abandoned),
+            revoked_ended: f(self.revoked_ended, other.revoked_ended),
+            revoked_shared: f(self.revoked_shared, other.revoked_shared),
+            challenges_passed: f(self.challenges_passed, other.challenges_passed),
+            challenges_failed: f(self.challenges_failed, other.challenges_failed),
+            origin_requests: f(self.origin_requests, other.origin_requests),
+            origin_errors: f(self.origin_errors, other.origin_errors),
+            order_pairs: f(self.order_pairs, other.order_pairs),
+            order_inversions: f(self.order_inversions, other.order_inversions),
+        }
+    }
+
+    /// Kendall's tau of arrival against admission order over the compared pairs: 1 in arrival
+    /// order, -1 reversed. None when no pair was compared.
+    pub fn order_tau(&self) -> Option<f64> {
+        (self.order_pairs > 0)
+            .then(|| 1.0 - 2.0 * self.order_inversions as f64 / self.order_pairs as f64)
+    }
+
+    /// The origin's failed share of its exchanges; None without exchanges.
+    pub fn origin_error_rate(&self) -> Option<f64> {
+        (self.origin_requests > 0).then(|| self.origin_errors as f64 / self.origin_requests as f64)
+    }
+}
+
+/// Counts per bucket of a histogram with fixed upper bounds (the last bucket has none): what a
+/// Prometheus histogram holds, not cumulated.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Buckets(pub Vec<u64>);
+
+impl Buckets {
+    fn each(&self, other: &Self, f: impl Fn(u64, u64) -> u64) -> Self {
+        let len = self.0.len().max(other.0.len());
+        let at = |b: &Self, i: usize| b.0.get(i).copied().unwrap_or(0);
+        Buckets((0..len).map(|i| f(at(self, i), at(other, i))).collect())
+    }
+
+    pub fn count(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// The `q` quantile (0.95: the p95), placed within its bucket by linear interpolation as
+    /// Prometheus's `histogram_quantile` does, so within one bucket of the exact value; in the
+    /// last, unbounded bucket, the highest bound. `bounds` are the buckets' upper bounds, in
+    /// order, starting from 0. None when empty.
+    pub fn quantile(&self, bounds: &[f64], q: f64) -> Option<f64> {
+        let total = self.count();
+        if total == 0 {
+            return None;
+        }
+        let rank = q.clamp(0.0, 1.0) * total as f64;
+        let mut before = 0u64;
+        for (index, &count) in self.0.iter().enumerate() {
+            if count > 0 && (before + count) as f64 >= rank {
+                let lower = index.checked_sub(1).map_or(0.0, |i| bounds[i]);
+                let Some(&upper) = bounds.get(index) else {
+                    return bounds.last().copied();
+                };
+                let within = (rank - before as f64) / count as f64;
+                return Some(lower + (upper - lower) * within);
+            }
+            before += count;
+        }
+        bounds.last().copied()
+    }
+}
+
+/// One tick's reading: the gauges now and the counters' totals.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reading {
+    pub inside: u64,
+    pub waiting: u64,
+    pub counters: Counters,
+    /// Waits from ticket to admission (seconds), by bucket, totals.
+    pub wait: Buckets,
+    /// The longest wait (ms) since the previous reading; None when nobody was admitted from the
+    /// line meanwhile.
+    pub longest_wait_ms: Option<u64>,
+    /// The origin's latency (seconds), by bucket, totals.
+    pub origin_latency: Buckets,
+}
+
+/// What one minute saw: the gauges as last read in it, and what the counters added.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Minute {
+    pub start: Millis,
+    pub inside: u64,
+    pub waiting: u64,
+    pub added: Counters,
+    pub wait: Buckets,
+    pub longest_wait_ms: Option<u64>,
+    pub origin_latency: Buckets,
+}
+
+/// Minutes added up over a span.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Summary {
+    pub minutes: usize,
+    pub peak_inside: u64,
+    pub peak_waiting: u64,
+    pub added: Counters,
+    pub wait: Buckets,
+    pub longest_wait_ms: Option<u64>,
+    pub origin_latency: Buckets,
+}
+
+/// What the first reading is measured from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Zero: the store began with this process (the memory store), so all its counts are this
+    /// history's, the admissions before the loop's first tick too.
+    FromZero,
+    /// The first reading itself: a shared store holds the room's past from before this
+    /// instance started, which is not this history's.
+    FromFirstReading,
+}
+
+/// The last [`KEPT_MINUTES`] minutes (or fewer), oldest first.
+#[derive(Debug)]
+pub struct History {
+    kept: usize,
+    minutes: VecDeque<Minute>,
+    /// The highest totals read so far: what the next reading is measured from. The highest, so
+    /// that two ticks whose readings arrive out of order count nothing twice.
+    seen: Option<Reading>,
+}
+
+impl History {
+    /// The last [`KEPT_MINUTES`].
+    pub fn new(start: Start) -> Self {
+        Self::keeping(KEPT_MINUTES, start)
+    }
+
+    pub fn keeping(kept: usize, start: Start) -> Self {
+        Self {
+            kept: kept.max(1),
+            minutes: VecDeque::new(),
+            seen: (start == Start::FromZero).then(Reading::default),
+        }
+    }
+
+    /// A tick's reading at `now`.
+    pub fn observe(&mut self, now: Millis, reading: Reading) {
+        let start = now - now.rem_euclid(MINUTE_MS);
+        let (added, wait, latency) = match &self.seen {
+            Some(seen) => (
+                reading.counters.each(seen.counters, u64::saturating_sub),
+                reading.wait.each(&seen.wait, u64::saturating_sub),
+                reading
+                    .origin_latency
+                    .each(&seen.origin_latency, u64::saturating_sub),
+            ),
+            None => Default::default(),
+        };
+        let newer = self.minutes.back().is_none_or(|last| last.start < start);
+        if newer {
+            if self.minutes.len() == self.kept {
+                self.minutes.pop_front();
+            }
+            self.minutes.push_back(Minute {
+                start,
+                ..Minute::default()
+            });
+        }
+        if let Some(minute) = self.minutes.back_mut() {
+            // A clock set back adds to the latest minute rather than rewriting the past.
+            minute.inside = reading.inside;
+            minute.waiting = reading.waiting;
+            minute.added = minute.added.each(added, u64::saturating_add);
+            minute.wait = minute.wait.each(&wait, u64::saturating_add);
+            minute.origin_latency = minute.origin_latency.each(&latency, u64::saturating_add);
+            minute.longest_wait_ms = minute.longest_wait_ms.max(reading.longest_wait_ms);
+        }
+        self.seen = Some(match self.seen.take() {
+            Some(seen) => Reading {
+                counters: reading.counters.each(seen.counters, u64::max),
+                wait: reading.wait.each(&seen.wait, u64::max),
+                origin_latency: reading.origin_latency.each(&seen.origin_latency, u64::max),
+                ..reading
+            },
+            None => reading,
+        });
+    }
+
+    /// The minutes that start in `[from, until)`, oldest first.
+    pub fn minutes(&self, from: Millis, until: Millis) -> impl Iterator<Item = &Minute> {
+        self.minutes
+            .iter()
+            .filter(move |m| m.start >= from && m.start < until)
+    }
+
+    /// The minutes that start in `[from, until)`, added up.
+    pub fn summary(&self, from: Millis, until: Millis) -> Summary {
+        self.minutes(from, until)
+            .fold(Summary::default(), |sum, minute| Summary {
+                minutes: sum.minutes + 1,
+                peak_inside: sum.peak_inside.max(minute.inside),
+                peak_waiting: sum.peak_waiting.max(minute.waiting),
+                added: sum.added.each(minute.added, u64::saturating_add),
+                wait: sum.wait.each(&minute.wait, u64::saturating_add),
+                longest_wait_ms: sum.longest_wait_ms.max(minute.longest_wait_ms),
+                origin_latency: sum
+                    .origin_latency
+                    .each(&minute.origin_latency, u64::saturating_add),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, ManualClock};
+    use std::time::Duration;
+
+    fn reading(admitted: u64, joined: u64, inside: u64, waiting: u64) -> Reading {
+        Reading {
+            inside,
+            waiting,
+            counters: Counters {
+                admitted,
+                joined,
+                ..Counters::default()
+            },
+            ..Reading::default()
+        }
+    }
+
+    /// A clock at the start of a minute, so that the tests' minutes are where they say.
+    fn clock() -> std::sync::Arc<ManualClock> {
+        let clock = ManualClock::starting_now();
+        let into = clock.now_ms().rem_euclid(MINUTE_MS);
+        clock.advance(Duration::from_millis((MINUTE_MS - into) as u64));
+        clock
+    }
+
+    #[test]
+    fn each_minute_keeps_what_changed_in_it_and_its_last_gauges() {
+        let clock = clock();
+        let start = clock.now_ms();
+        let mut history = History::new(Start::FromFirstReading);
+        history.observe(clock.now_ms(), reading(100, 200, 0, 0));
+        clock.advance(Duration::from_secs(20));
+        history.observe(clock.now_ms(), reading(103, 210, 3, 7));
+        clock.advance(Duration::from_secs(30));
+        history.observe(clock.now_ms(), reading(105, 212, 5, 6));
+        clock.advance(Duration::from_secs(15));
+        history.observe(clock.now_ms(), reading(106, 212, 4, 5));
+        let minutes: Vec<&Minute> = history.minutes(start, start + 10 * MINUTE_MS).collect();
+        assert_eq!(minutes.len(), 2);
+        assert_eq!(minutes[0].start, start);
+        assert_eq!(
+            (minutes[0].added.admitted, minutes[0].added.joined),
+            (5, 12),
+            "the first reading is the start, not an admission"
+        );
+        assert_eq!((minutes[0].inside, minutes[0].waiting), (5, 6));
+        assert_eq!(minutes[1].start, start + MINUTE_MS);
+        assert_eq!(minutes[1].added.admitted, 1);
+        let summary = history.summary(start, start + 10 * MINUTE_MS);
+        assert_eq!(summary.added.admitted, 6);
+        assert_eq!(summary.minutes, 2);
+        assert_eq!((summary.peak_inside, summary.peak_waiting), (5, 6));
+        assert_eq!(
+            history
+                .summary(start + MINUTE_MS, start + 2 * MINUTE_MS)
+                .added
+                .admitted,
+            1
+        );
+    }
+
+    #[test]
+    fn a_history_from_zero_counts_the_first_reading_too() {
+        let clock = clock();
+        let now = clock.now_ms();
+        let mut history = History::new(Start::FromZero);
+        history.observe(now, reading(2, 3, 2, 3));
+        let summary = history.summary(now, now + MINUTE_MS);
+        assert_eq!((summary.added.admitted, summary.added.joined), (2, 3));
+    }
+
+    #[test]
+    fn readings_out_of_order_count_nothing_twice() {
+        let clock = clock();
+        let mut history = History::new(Start::FromFirstReading);
+        history.observe(clock.now_ms(), reading(0, 0, 0, 0));
+        history.observe(clock.now_ms(), reading(5, 0, 0, 0));
+        history.observe(clock.now_ms(), reading(3, 0, 0, 0));
+        history.observe(clock.now_ms(), reading(6, 0, 0, 0));
+        let now = clock.now_ms();
+        assert_eq!(
+            history
+                .summary(now - MINUTE_MS, now + MINUTE_MS)
+                .added
+                .admitted,
+            6
+        );
+    }
+
+    #[test]
+    fn only_the_last_minutes_are_kept() {
+        let clock = clock();
+        let mut history = History::keeping(3, Start::FromFirstReading);
+        for admitted in 0..5 {
+            history.observe(clock.now_ms(), reading(admitted, 0, 0, 0));
+            clock.advance(Duration::from_secs(60));
+        }
+        let all: Vec<Millis> = history.minutes(0, Millis::MAX).map(|m| m.start).collect();
+        assert_eq!(all.len(), 3);
+        let now = clock.now_ms();
+        assert_eq!(
+            all,
+            vec![now - 3 * MINUTE_MS, now - 2 * MINUTE_MS, now - MINUTE_MS]
+        );
+    }
+
+    #[test]
+    fn a_minute_nobody_read_has_no_record() {
+        let clock = clock();
+        let start = clock.now_ms();
+        let mut history = History::new(Start::FromFirstReading);
+        history.observe(clock.now_ms(), reading(0, 0, 0, 0));
+        clock.advance(Duration::from_secs(180));
+        history.observe(clock.now_ms(), reading(4, 0, 0, 0));
+        let starts: Vec<Millis> = history.minutes(0, Millis::MAX).map(|m| m.start).collect();
+        assert_eq!(starts, vec![start, start + 3 * MINUTE_MS]);
+    }
+
+    #[test]
+    fn the_longest_wait_of_a_minute_and_of_a_span() {
+        let clock = clock();
+        let start = clock.now_ms();
+        let mut history = History::new(Start::FromFirstReading);
+        let waited = |ms| Reading {
+            longest_wait_ms: ms,
+            ..Reading::default()
+        };
+        history.observe(clock.now_ms(), waited(Some(4_000)));
+        history.observe(clock.now_ms(), waited(Some(9_000)));
+        history.observe(clock.now_ms(), waited(None));
+        clock.advance(Duration::from_secs(60));
+        history.observe(clock.now_ms(), waited(Some(2_000)));
+        let minutes: Vec<&Minute> = history.minutes(0, Millis::MAX).collect();
+        assert_eq!(minutes[0].longest_wait_ms, Some(9_000));
+        assert_eq!(minutes[1].longest_wait_ms, Some(2_000));
+        assert_eq!(
+            history
+                .summary(start, start + 2 * MINUTE_MS)
+                .longest_wait_ms,
+            Some(9_000)
+        );
+        assert_eq!(
+            history
+                .summary(start + 5 * MINUTE_MS, Millis::MAX)
+                .longest_wait_ms,
+            None
+        );
+    }
+
+    #[test]
+    fn quantiles_are_interpolated_within_their_bucket() {
+        let bounds = [1.0, 5.0, 15.0];
+        // 10 in [0, 1], 10 in (1, 5], none in (5, 15], 0 above.
+        let buckets = Buckets(vec![10, 10, 0, 0]);
+        assert_eq!(buckets.quantile(&bounds, 0.5), Some(1.0));
+        assert_eq!(buckets.quantile(&bounds, 0.25), Some(0.5));
+        assert_eq!(buckets.quantile(&bounds, 0.75), Some(3.0));
+        assert_eq!(buckets.quantile(&bounds, 1.0), Some(5.0));
+        assert_eq!(
+            Buckets(vec![0, 0, 0, 3]).quantile(&bounds, 0.5),
+            Some(15.0),
+            "above every bound: the highest bound"
+        );
+        assert_eq!(Buckets(vec![0; 4]).quantile(&bounds, 0.5), None);
+    }
+
+    #[test]
+    fn histograms_add_by_minute() {
+        let clock = clock();
+        let start = clock.now_ms();
+        let mut history = History::new(Start::FromFirstReading);
+        let latency = |b: Vec<u64>| Reading {
+            origin_latency: Buckets(b),
+            ..Reading::default()
+        };
+        history.observe(clock.now_ms(), latency(vec![5, 0, 0]));
+        history.observe(clock.now_ms(), latency(vec![7, 1, 0]));
+        clock.advance(Duration::from_secs(60));
+        history.observe(clock.now_ms(), latency(vec![7, 3, 2]));
+        let minutes: Vec<&Minute> = history.minutes(0, Millis::MAX).collect();
+        assert_eq!(minutes[0].origin_latency, Buckets(vec![2, 1, 0]));
+        assert_eq!(minutes[1].origin_latency, Buckets(vec![0, 2, 2]));
+        assert_eq!(
+            history.summary(start, Millis::MAX).origin_latency,
+            Buckets(vec![2, 3, 2])
+        );
+    }
+
+    #[test]
+    fn tau_and_error_rate_from_the_counts() {
+        let counters = Counters {
+            order_pairs: 10,
+            order_inversions: 0,
+            origin_requests: 40,
+            origin_errors: 2,
+            ..Counters::default()
+        };
+        assert_eq!(counters.order_tau(), Some(1.0));
+        assert_eq!(counters.origin_error_rate(), Some(0.05));
+        let reversed = Counters {
+            order_pairs: 4,
+            order_inversions: 4,
+            ..Counters::default()
+        };
+        assert_eq!(reversed.order_tau(), Some(-1.0));
+        assert_eq!(Counters::default().order_tau(), None);
+        assert_eq!(Counters::default().origin_error_rate(), None);
+    }
+}
