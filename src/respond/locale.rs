@@ -169,14 +169,6 @@ impl Forms {
             PluralCategory::Other => Some(self.other),
         }
     }
-
-    /// Every form given, `other` last.
-    pub fn all(&self) -> impl Iterator<Item = &'static str> {
-        [self.zero, self.one, self.two, self.few, self.many]
-            .into_iter()
-            .flatten()
-            .chain([self.other])
-    }
 }
 
 mod texts;
