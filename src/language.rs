@@ -405,6 +405,15 @@ impl Locale {
     }
 }
 
+impl Locale {
+    /// `text` with its ASCII digits in the locale's own: a clock or a percentage reads like the
+    /// numbers beside it ("١:٠٥:٠٩" in ar-EG).
+    pub fn digits(self, text: &str) -> String {
+        let digits = self.grouping().digits;
+        text.chars().map(|c| digits.write(c)).collect()
+    }
+}
+
 impl Digits {
     /// One ASCII digit in these digits (anything else is left as it is).
     fn write(self, ascii: char) -> char {
@@ -877,5 +886,8 @@ mod tests {
         assert_eq!(Locale::HiIn.number(123_456_789), "12,34,56,789");
         assert_eq!(Locale::ArEg.number(0), "٠");
         assert_eq!(Locale::HiIn.number(999), "999");
+        assert_eq!(Locale::ArEg.digits("1:05:09 UTC"), "١:٠٥:٠٩ UTC");
+        assert_eq!(Locale::FaIr.digits("45"), "۴۵");
+        assert_eq!(Locale::HeIl.digits("1:05:09"), "1:05:09");
     }
 }

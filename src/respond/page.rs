@@ -169,7 +169,7 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
     let countdown = view.countdown.map(|c| CountdownText {
         starts_at: rfc3339_ms(c.starts_at),
         now: c.now,
-        left: clock_text(c.starts_at - c.now),
+        left: locale.digits(&clock_text(c.starts_at - c.now)),
         note: if message.is_some() {
             prequeue_note
         } else {
@@ -207,13 +207,13 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
         place_key,
         sub_text,
         progress_text: progress
-            .map(|pct| t.progress_value.replace("{pct}", &pct.to_string()))
+            .map(|pct| t.progress_value.replace("{pct}", &locale.number(pct)))
             .unwrap_or_default(),
         progress,
         wait_known: wait_text.is_some(),
         wait_display: wait_text.unwrap_or_else(|| t.not_known.to_owned()),
         last_updated: &view.last_updated,
-        last_updated_text: utc_clock(&view.last_updated),
+        last_updated_text: locale.digits(&utc_clock(&view.last_updated)),
     }
     .render()
 }
@@ -1065,5 +1065,35 @@ mod tests {
         assert!(!plain.contains("id=\"wr-countdown\""));
         assert_eq!(clock_text(59_001), "1:00");
         assert_eq!(clock_text(0), "0:00");
+    }
+
+    /// An Arabic page writes its countdown, clock and progress in the digits of its numbers.
+    #[test]
+    fn a_page_writes_every_number_in_its_own_digits() {
+        let b = Look::new(branding());
+        let arabic = |countdown| {
+            render_waiting(&WaitingView {
+                locale: Locale::ArEg,
+                countdown,
+                position: if countdown.is_some() { None } else { Some(2) },
+                initial_position: Some(4),
+                ..waiting(&b)
+            })
+            .unwrap_or_default()
+        };
+        let prequeue = arabic(Some(Countdown {
+            starts_at: 1_796_119_200_000,
+            now: 1_796_119_200_000 - 3_909_000,
+            shuffled: false,
+        }));
+        assert!(prequeue.contains(">١:٠٥:٠٩<"), "{prequeue}");
+        let waiting_page = arabic(None);
+        assert!(waiting_page.contains("aria-valuetext=\"٥٠% من الطريق إلى المقدمة\""));
+        assert!(waiting_page.contains("<strong class=\"num\">٢</strong>"));
+        assert!(waiting_page.contains(" UTC</time>"), "{waiting_page}");
+        assert!(
+            !waiting_page.contains(":02 UTC"),
+            "the clock in Arabic-Indic digits"
+        );
     }
 }
