@@ -1453,3 +1453,32 @@ fn bad_redis_urls_and_ports_are_refused_at_test() {
         "origin.address: port 70000 is not between 1 and 65535"
     );
 }
+
+/// Every language of Cloudflare's built-in page is one of the proxy's, in any case, and a
+/// language outside the 38 is refused naming the key and the choices.
+#[test]
+fn default_template_language_takes_each_of_cloudflares_38() {
+    use waitroom::language::PageLanguage;
+    use waitroom::tools::export::CLOUDFLARE_LANGUAGES;
+    for tag in CLOUDFLARE_LANGUAGES {
+        for spelling in [tag.to_owned(), tag.to_ascii_lowercase()] {
+            let text = format!(
+                "{}[page]\ndefault_template_language = \"{spelling}\"\n",
+                minimal("")
+            );
+            let (config, _) = Config::parse(&text, &with_secrets(), false).unwrap();
+            let language = config.rooms[0].branding.language;
+            assert!(matches!(language, PageLanguage::Fixed(l) if l.tag() == tag));
+        }
+    }
+    let error = error_of(&format!(
+        "{}[page]\ndefault_template_language = \"sw-KE\"\n",
+        minimal("")
+    ));
+    assert!(error.contains("page.default_template_language"), "{error}");
+    assert!(error.contains("\"sw-KE\""), "{error}");
+    assert!(
+        error.contains("he-IL") && error.contains("vi-VN"),
+        "{error}"
+    );
+}

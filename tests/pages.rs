@@ -210,7 +210,9 @@ async fn the_built_in_page_speaks_the_visitors_language() {
         ("fr-CH, de;q=0.5", "fr-FR", "Vous êtes le numéro"),
         ("ja", "ja-JP", "あなたの順番は"),
         ("de-AT;q=0.9, es;q=0.8", "de-DE", "Sie sind Nummer"),
-        ("ko-KR", "en-US", "You are number"),
+        ("ko-KR", "ko-KR", "현재 대기 순서"),
+        ("sw, zh-Hant-HK;q=0.9", "zh-TW", "您的排隊位置"),
+        ("sw", "en-US", "You are number"),
         ("", "en-US", "You are number"),
     ];
     for (accept_language, tag, text) in cases {
@@ -232,7 +234,7 @@ async fn the_built_in_page_speaks_the_visitors_language() {
         assert_eq!(header("vary"), "Accept-Language");
         let html = answer.text().await.unwrap();
         assert!(
-            html.contains(&format!("<html lang=\"{tag}\">")),
+            html.contains(&format!("<html lang=\"{tag}\" dir=\"ltr\">")),
             "{accept_language}"
         );
         assert!(html.contains(text), "{accept_language}: {text}");
@@ -251,6 +253,44 @@ async fn the_built_in_page_speaks_the_visitors_language() {
     assert_eq!(json["cfWaitingRoom"]["waitTimeFormatted"], "unavailable");
 }
 
+/// Arabic, Hebrew and Persian visitors get their page right to left, in their language.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn right_to_left_visitors_get_a_right_to_left_page() {
+    let proxy = TestProxy::start_with(
+        "total_active_users = 1\nnew_users_per_minute = 100",
+        "[page]\ndefault_template_language = \"auto\"",
+    );
+    assert!(proxy.visitor().get("/").await.reached_origin());
+    for (accept_language, tag, text) in [
+        ("ar", "ar-EG", "رقمك في الطابور"),
+        ("he-IL,he;q=0.9,en;q=0.8", "he-IL", "אתם מספר"),
+        ("fa", "fa-IR", "شماره شما"),
+    ] {
+        let answer = get(&proxy, "/", &[("accept-language", accept_language)]).await;
+        assert_eq!(answer.status(), 200);
+        let language = answer.headers().get("content-language").cloned();
+        assert_eq!(language.as_ref().and_then(|v| v.to_str().ok()), Some(tag));
+        let html = answer.text().await.unwrap();
+        assert!(
+            html.contains(&format!("<html lang=\"{tag}\" dir=\"rtl\">")),
+            "{accept_language}: {html}"
+        );
+        assert!(html.contains(text), "{accept_language}: {text}");
+        assert!(
+            html.contains("[dir=rtl] .fill::after,[dir=rtl] .indeterminate .fill"),
+            "the stylesheet runs the bar's animations right to left"
+        );
+    }
+    // The script's texts are the locale's, plural forms by their CLDR names.
+    let html = get(&proxy, "/", &[("accept-language", "ar")])
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("&#34;locale&#34;:&#34;ar-EG&#34;"));
+    assert!(html.contains("&#34;two&#34;:&#34;دقيقتان&#34;"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixed_language_ignores_accept_language() {
     let proxy = TestProxy::start_with(
@@ -261,7 +301,7 @@ async fn a_fixed_language_ignores_accept_language() {
     let answer = get(&proxy, "/", &[("accept-language", "de")]).await;
     assert!(answer.headers().get("vary").is_none());
     let html = answer.text().await.unwrap();
-    assert!(html.contains("<html lang=\"pt-BR\">"));
+    assert!(html.contains("<html lang=\"pt-BR\" dir=\"ltr\">"));
     assert!(
         html.contains("<h1>Aguarde</h1>"),
         "the operator's heading wins"
@@ -316,6 +356,8 @@ async fn the_failure_page_speaks_the_visitors_language() {
             "de-DE",
         ),
         ("auto", "ja", "ショップが現在応答していません", "ja-JP"),
+        ("auto", "ar-EG", "المتجر لا يستجيب الآن", "ar-EG"),
+        ("auto", "sk", "Obchod teraz neodpovedá", "sk-SK"),
         (
             "fr-FR",
             "de",
@@ -332,7 +374,11 @@ async fn the_failure_page_speaks_the_visitors_language() {
         let answer = get(&proxy, "/shoes", &[("accept-language", accept)]).await;
         assert_eq!(answer.status(), 502);
         let html = answer.text().await.unwrap();
-        assert!(html.contains(&format!("<html lang=\"{lang}\">")), "{html}");
+        let dir = if lang == "ar-EG" { "rtl" } else { "ltr" };
+        assert!(
+            html.contains(&format!("<html lang=\"{lang}\" dir=\"{dir}\">")),
+            "{html}"
+        );
         assert!(html.contains(heading), "{html}");
     }
 }

@@ -9,10 +9,11 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 use crate::core::estimate::{WaitEstimate, minutes_ceil};
-use crate::language::{Locale, Plural};
+use crate::language::{Locale, PluralCategory};
 
 /// Every text of the waiting and closed pages in one language. `{n}`, `{pct}`, `{room}`, `{low}`
-/// and `{high}` are placeholders filled in by the page (and by its script).
+/// and `{high}` are placeholders filled in by the page (and by its script); a text that counts
+/// has a form per CLDR plural category its language uses (`Forms`).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Texts {
@@ -32,10 +33,8 @@ pub struct Texts {
     pub number_before: &'static str,
     pub number_after: &'static str,
     /// After the count of waiting visitors under random queueing.
-    pub waiting_one: &'static str,
-    pub waiting_other: &'static str,
-    pub total_one: &'static str,
-    pub total_other: &'static str,
+    pub waiting: Forms,
+    pub total: Forms,
     pub random_note: &'static str,
     pub progress_label: &'static str,
     pub progress_value: &'static str,
@@ -54,8 +53,7 @@ pub struct Texts {
     pub your_turn: &'static str,
     pub title_position: &'static str,
     pub footer: &'static str,
-    pub minute_one: &'static str,
-    pub minute_other: &'static str,
+    pub minutes: Forms,
     pub range: &'static str,
     /// The page when forwarding failed; the waiting page's script never shows it.
     #[serde(skip)]
@@ -63,7 +61,8 @@ pub struct Texts {
 }
 
 /// The branded page when the origin failed or the request could not be read. `{n}`: the status.
-#[derive(Debug)]
+/// (Serialize only lets the tests walk every text; the page's script never gets these.)
+#[derive(Debug, Serialize)]
 pub struct FailureTexts {
     pub kicker: &'static str,
     pub retry: &'static str,
@@ -85,8 +84,7 @@ pub struct FailureTexts {
     pub too_many_requests: &'static str,
     pub pass_rate: &'static str,
     /// After a 429's reason, with the page's own refresh.
-    pub retry_in_one: &'static str,
-    pub retry_in_other: &'static str,
+    pub retry_in: Forms,
     /// 403: a pass revoked for being shared (`pass.max_networks`).
     pub shared: &'static str,
     pub shared_message: &'static str,
@@ -95,8 +93,86 @@ pub struct FailureTexts {
     pub members_only_message: &'static str,
 }
 
+/// The forms of a text that counts, one per CLDR plural category (whole numbers), as the
+/// browser's `Intl.PluralRules` names them for the page's script. `other` is the one every
+/// language has, and what a category without its own form falls back to.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Forms {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zero: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub one: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub two: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub few: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub many: Option<&'static str>,
+    pub other: &'static str,
+}
+
+impl Forms {
+    /// The form for every number (languages without plurals), and the fallback of the others.
+    pub const fn other(text: &'static str) -> Self {
+        Forms {
+            zero: None,
+            one: None,
+            two: None,
+            few: None,
+            many: None,
+            other: text,
+        }
+    }
+
+    pub const fn zero(self, text: &'static str) -> Self {
+        Forms {
+            zero: Some(text),
+            ..self
+        }
+    }
+
+    pub const fn one(self, text: &'static str) -> Self {
+        Forms {
+            one: Some(text),
+            ..self
+        }
+    }
+
+    pub const fn two(self, text: &'static str) -> Self {
+        Forms {
+            two: Some(text),
+            ..self
+        }
+    }
+
+    pub const fn few(self, text: &'static str) -> Self {
+        Forms {
+            few: Some(text),
+            ..self
+        }
+    }
+
+    pub const fn many(self, text: &'static str) -> Self {
+        Forms {
+            many: Some(text),
+            ..self
+        }
+    }
+
+    pub fn get(&self, category: PluralCategory) -> Option<&'static str> {
+        match category {
+            PluralCategory::Zero => self.zero,
+            PluralCategory::One => self.one,
+            PluralCategory::Two => self.two,
+            PluralCategory::Few => self.few,
+            PluralCategory::Many => self.many,
+            PluralCategory::Other => Some(self.other),
+        }
+    }
+}
+
 mod texts;
-use texts::{DE_DE, EN_US, ES_ES, FR_FR, IT_IT, JA_JP, PT_BR, ZH_CN};
+use texts::*;
 
 /// The pages' side of a language: an inherent impl beside the texts it reads.
 impl Locale {
@@ -104,24 +180,57 @@ impl Locale {
         match self {
             Locale::EnUs => &EN_US,
             Locale::EsEs => &ES_ES,
-            Locale::FrFr => &FR_FR,
             Locale::DeDe => &DE_DE,
+            Locale::FrFr => &FR_FR,
             Locale::ItIt => &IT_IT,
             Locale::JaJp => &JA_JP,
+            Locale::KoKr => &KO_KR,
             Locale::PtBr => &PT_BR,
             Locale::ZhCn => &ZH_CN,
+            Locale::ZhTw => &ZH_TW,
+            Locale::NlNl => &NL_NL,
+            Locale::PlPl => &PL_PL,
+            Locale::IdId => &ID_ID,
+            Locale::TrTr => &TR_TR,
+            Locale::ArEg => &AR_EG,
+            Locale::RuRu => &RU_RU,
+            Locale::FaIr => &FA_IR,
+            Locale::BgBg => &BG_BG,
+            Locale::HrHr => &HR_HR,
+            Locale::CsCz => &CS_CZ,
+            Locale::DaDk => &DA_DK,
+            Locale::FiFi => &FI_FI,
+            Locale::LtLt => &LT_LT,
+            Locale::MsMy => &MS_MY,
+            Locale::NbNo => &NB_NO,
+            Locale::RoRo => &RO_RO,
+            Locale::ElGr => &EL_GR,
+            Locale::HeIl => &HE_IL,
+            Locale::HiIn => &HI_IN,
+            Locale::HuHu => &HU_HU,
+            Locale::SrBa => &SR_BA,
+            Locale::SkSk => &SK_SK,
+            Locale::SlSi => &SL_SI,
+            Locale::SvSe => &SV_SE,
+            Locale::TlPh => &TL_PH,
+            Locale::ThTh => &TH_TH,
+            Locale::UkUa => &UK_UA,
+            Locale::ViVn => &VI_VN,
         }
     }
 
-    /// The one or other form of a text, with `{n}` written the locale's way.
-    pub fn count(self, n: u64, one: &str, other: &str) -> String {
-        let form = if self.is_singular(n) { one } else { other };
-        form.replace("{n}", &self.number(n))
+    /// The form of a text for `n`, with `{n}` written the locale's way.
+    pub fn count(self, n: u64, forms: &Forms) -> String {
+        self.form(n, forms).replace("{n}", &self.number(n))
+    }
+
+    /// The form of a text for `n` as it is (for texts beside a number written elsewhere).
+    pub fn form(self, n: u64, forms: &Forms) -> &'static str {
+        forms.get(self.plural_category(n)).unwrap_or(forms.other)
     }
 
     pub fn minutes(self, n: u64) -> String {
-        let t = self.texts();
-        self.count(n, t.minute_one, t.minute_other)
+        self.count(n, &self.texts().minutes)
     }
 
     /// The wait in this language, or None when it is not known. In en-US this is exactly
@@ -164,7 +273,6 @@ impl Locale {
     pub fn script_texts(self) -> ScriptTexts {
         ScriptTexts {
             locale: self.tag(),
-            zero_is_singular: self.plural() == Plural::ZeroAndOne,
             texts: self.texts(),
         }
     }
@@ -174,13 +282,16 @@ impl Locale {
 #[serde(rename_all = "camelCase")]
 pub struct ScriptTexts {
     pub locale: &'static str,
-    pub zero_is_singular: bool,
     #[serde(flatten)]
     pub texts: &'static Texts,
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::Value;
+
     use super::*;
 
     #[test]
@@ -282,38 +393,184 @@ mod tests {
         assert_eq!(Locale::FrFr.minutes(0), "0\u{a0}minute");
     }
 
-    #[test]
-    fn every_locale_has_every_text() {
-        for locale in Locale::ALL {
-            let json = serde_json::to_value(locale.script_texts()).unwrap_or_default();
-            let map = json.as_object().cloned().unwrap_or_default();
-            assert!(map.len() > 25, "{locale:?}");
-            for (key, value) in &map {
-                if let Some(text) = value.as_str() {
-                    assert!(!text.trim().is_empty(), "{locale:?} {key}");
+    /// Every text of a locale by its name (a form as `name.category`), failure page included.
+    fn named_texts(locale: Locale) -> BTreeMap<String, String> {
+        fn walk(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
+            match value {
+                Value::String(text) => {
+                    out.insert(prefix.to_owned(), text.clone());
                 }
-            }
-            let t = locale.texts();
-            for (name, text, placeholder) in [
-                ("total_one", t.total_one, "{n}"),
-                ("total_other", t.total_other, "{n}"),
-                ("progress_value", t.progress_value, "{pct}"),
-                ("title_position", t.title_position, "{n}"),
-                ("footer", t.footer, "{room}"),
-                ("minute_one", t.minute_one, "{n}"),
-                ("minute_other", t.minute_other, "{n}"),
-                ("range", t.range, "{high}"),
-                ("range", t.range, "{low}"),
-            ] {
-                assert!(text.contains(placeholder), "{locale:?} {name}");
-            }
-            if locale != Locale::EnUs {
-                assert_ne!(t.heading, EN_US.heading, "{locale:?} is translated");
-                assert_ne!(t.estimated_wait, EN_US.estimated_wait, "{locale:?}");
-                assert_ne!(t.challenge_message, EN_US.challenge_message, "{locale:?}");
-                assert_ne!(t.proof_message, EN_US.proof_message, "{locale:?}");
-                assert_ne!(t.proof_needs_script, EN_US.proof_needs_script, "{locale:?}");
+                Value::Object(map) => {
+                    for (key, value) in map {
+                        walk(&format!("{prefix}.{key}"), value, out);
+                    }
+                }
+                other => panic!("{prefix}: {other}"),
             }
         }
+        let mut out = BTreeMap::new();
+        let t = locale.texts();
+        walk(
+            "page",
+            &serde_json::to_value(t).unwrap_or_default(),
+            &mut out,
+        );
+        walk(
+            "failure",
+            &serde_json::to_value(&t.failure).unwrap_or_default(),
+            &mut out,
+        );
+        out
+    }
+
+    fn placeholders(text: &str) -> Vec<&str> {
+        text.match_indices('{')
+            .filter_map(|(start, _)| {
+                let end = text[start..].find('}')?;
+                Some(&text[start..=start + end])
+            })
+            .collect()
+    }
+
+    /// Every form of every text that counts, by name.
+    fn counted(t: &Texts) -> [(&'static str, &Forms); 4] {
+        [
+            ("waiting", &t.waiting),
+            ("total", &t.total),
+            ("minutes", &t.minutes),
+            ("retry_in", &t.failure.retry_in),
+        ]
+    }
+
+    const CATEGORIES: [PluralCategory; 6] = [
+        PluralCategory::Zero,
+        PluralCategory::One,
+        PluralCategory::Two,
+        PluralCategory::Few,
+        PluralCategory::Many,
+        PluralCategory::Other,
+    ];
+
+    #[test]
+    fn every_locale_has_every_text() {
+        let english = named_texts(Locale::EnUs);
+        assert!(english.len() > 50, "{}", english.len());
+        // The texts a language writes as English does, on purpose (the word is the same).
+        let same_as_english = [
+            ("es-ES", "failure.kicker"),
+            ("tl-PH", "failure.kicker"),
+            ("tl-PH", "page.footer"),
+        ];
+        for locale in Locale::ALL {
+            let texts = named_texts(locale);
+            for (name, text) in &texts {
+                assert!(!text.trim().is_empty(), "{locale:?} {name} is empty");
+                assert_eq!(text.trim(), text, "{locale:?} {name}: stray spaces");
+                if locale == Locale::EnUs {
+                    continue;
+                }
+                let intended = same_as_english.contains(&(locale.tag(), name.as_str()));
+                let copied = english.get(name) == Some(text);
+                assert_eq!(copied, intended, "{locale:?} {name}: {text:?} is English's");
+            }
+            // Every text English has (the forms aside: each language has its own), with the
+            // same placeholders.
+            for (name, text) in &english {
+                // English's singular is not every language's: the forms test checks those.
+                let is_form = name.split('.').count() == 3;
+                if is_form && !name.ends_with(".other") {
+                    continue;
+                }
+                let ours = texts
+                    .get(name)
+                    .unwrap_or_else(|| panic!("{locale:?} has no {name}"));
+                for placeholder in placeholders(text) {
+                    assert!(
+                        ours.contains(placeholder),
+                        "{locale:?} {name}: {placeholder}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A language has a form for each plural category its rule gives a whole number, and none
+    /// it never uses. A form may say its number in words ("دقيقتان", "שתי דקות") only where its
+    /// category holds a single number.
+    #[test]
+    fn every_counted_text_has_the_forms_its_language_uses() {
+        for locale in Locale::ALL {
+            let t = locale.texts();
+            for category in CATEGORIES {
+                let numbers: Vec<u64> = (0..=1000)
+                    .filter(|&n| locale.plural_category(n) == category)
+                    .collect();
+                for (name, forms) in counted(t) {
+                    let english = Locale::EnUs.texts();
+                    let needs_number = counted(english)
+                        .iter()
+                        .any(|(n, f)| *n == name && f.other.contains("{n}"));
+                    match (forms.get(category), numbers.is_empty()) {
+                        (Some(_), true) if category != PluralCategory::Other => {
+                            panic!("{locale:?} {name}: a {category:?} form no number uses")
+                        }
+                        (None, false) => panic!("{locale:?} {name}: no {category:?} form"),
+                        (Some(form), false) if needs_number && numbers.len() > 1 => {
+                            assert!(form.contains("{n}"), "{locale:?} {name} {category:?}")
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counts_take_their_languages_forms() {
+        let ru = Locale::RuRu;
+        assert_eq!(ru.minutes(1), "1 минута");
+        assert_eq!(ru.minutes(3), "3 минуты");
+        assert_eq!(ru.minutes(11), "11 минут");
+        assert_eq!(ru.minutes(21), "21 минута");
+        let pl = Locale::PlPl;
+        assert_eq!(pl.minutes(22), "22 minuty");
+        assert_eq!(pl.minutes(12), "12 minut");
+        let ar = Locale::ArEg;
+        assert_eq!(ar.minutes(1), "دقيقة واحدة");
+        assert_eq!(ar.minutes(2), "دقيقتان");
+        assert_eq!(ar.minutes(5), "٥ دقائق");
+        assert_eq!(ar.minutes(15), "١٥ دقيقة");
+        assert_eq!(ar.minutes(100), "١٠٠ دقيقة");
+        assert_eq!(Locale::SlSi.minutes(102), "102 minuti");
+        assert_eq!(Locale::CsCz.minutes(4), "4 minuty");
+        assert_eq!(Locale::CsCz.minutes(5), "5 minut");
+        assert_eq!(Locale::RoRo.minutes(20), "20 de minute");
+        assert_eq!(Locale::RoRo.minutes(19), "19 minute");
+        assert_eq!(Locale::LtLt.minutes(15), "15 minučių");
+        assert_eq!(Locale::HeIl.minutes(2), "שתי דקות");
+        assert_eq!(Locale::JaJp.minutes(1), "1分");
+        assert_eq!(
+            Locale::HiIn
+                .wait_text(&WaitEstimate::Exact { seconds: 30 })
+                .as_deref(),
+            Some("1 मिनट")
+        );
+    }
+
+    #[test]
+    fn the_script_gets_every_form_by_its_cldr_name() {
+        let json: Value =
+            serde_json::from_str(Locale::ArEg.script_texts_json()).unwrap_or_default();
+        assert_eq!(json["locale"], "ar-EG");
+        for category in ["zero", "one", "two", "few", "many", "other"] {
+            assert!(json["minutes"][category].is_string(), "{category}");
+        }
+        let de: Value = serde_json::from_str(Locale::DeDe.script_texts_json()).unwrap_or_default();
+        assert_eq!(de["minutes"]["one"], "{n} Minute");
+        assert!(de["minutes"].get("few").is_none(), "German has no few form");
+        assert!(
+            de.get("failure").is_none(),
+            "the failure page has no script"
+        );
     }
 }

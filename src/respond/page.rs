@@ -149,7 +149,7 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
     );
     let sub_text = match view.position {
         Some(_) if view.queued == 0 => String::new(),
-        Some(_) => locale.count(view.queued, t.total_one, t.total_other),
+        Some(_) => locale.count(view.queued, &t.total),
         // A pre-queue shows no place yet: the countdown's note says why.
         None if view.countdown.is_some() => String::new(),
         None => t.random_note.to_owned(),
@@ -169,7 +169,7 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
     let countdown = view.countdown.map(|c| CountdownText {
         starts_at: rfc3339_ms(c.starts_at),
         now: c.now,
-        left: clock_text(c.starts_at - c.now),
+        left: locale.digits(&clock_text(c.starts_at - c.now)),
         note: if message.is_some() {
             prequeue_note
         } else {
@@ -181,6 +181,7 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
         b,
         t,
         lang: locale.tag(),
+        dir: locale.direction().attribute(),
         i18n: locale.script_texts_json(),
         theme: &view.look.theme,
         heading,
@@ -202,21 +203,17 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
         position,
         queued: view.queued,
         queued_text: locale.number(view.queued),
-        people_waiting: if locale.is_singular(view.queued) {
-            t.waiting_one
-        } else {
-            t.waiting_other
-        },
+        people_waiting: locale.form(view.queued, &t.waiting),
         place_key,
         sub_text,
         progress_text: progress
-            .map(|pct| t.progress_value.replace("{pct}", &pct.to_string()))
+            .map(|pct| t.progress_value.replace("{pct}", &locale.number(pct)))
             .unwrap_or_default(),
         progress,
         wait_known: wait_text.is_some(),
         wait_display: wait_text.unwrap_or_else(|| t.not_known.to_owned()),
         last_updated: &view.last_updated,
-        last_updated_text: utc_clock(&view.last_updated),
+        last_updated_text: locale.digits(&utc_clock(&view.last_updated)),
     }
     .render()
 }
@@ -227,6 +224,7 @@ pub fn render_closed(view: &ClosedView) -> Result<String, askama::Error> {
     ClosedPage {
         b,
         lang: view.locale.tag(),
+        dir: view.locale.direction().attribute(),
         theme: &view.look.theme,
         heading: b.closed_heading.as_deref().unwrap_or(t.closed_heading),
         message: b.closed_message.as_deref().unwrap_or(t.closed_message),
@@ -243,6 +241,7 @@ pub fn render_challenge(view: &ChallengeView) -> Result<String, askama::Error> {
     ChallengePage {
         b,
         lang: view.locale.tag(),
+        dir: view.locale.direction().attribute(),
         theme: &view.look.theme,
         heading: t.challenge_heading,
         message: view.message,
@@ -270,7 +269,7 @@ pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
                 Limit::TooManyLive => (t.too_many_visitors, t.too_many_live),
                 Limit::PassRate => (t.too_many_requests, t.pass_rate),
             };
-            let retry = locale.count(retry_after_secs, t.retry_in_one, t.retry_in_other);
+            let retry = locale.count(retry_after_secs, &t.retry_in);
             (heading, format!("{reason} {retry}"))
         }
         Failure::Shared => (t.shared, t.shared_message.to_owned()),
@@ -279,6 +278,7 @@ pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
     ErrorPage {
         b: &view.look.branding,
         lang: view.locale.tag(),
+        dir: view.locale.direction().attribute(),
         theme: &view.look.theme,
         status: view.status,
         kicker: t.kicker.replace("{n}", &view.status.to_string()),
@@ -295,6 +295,8 @@ struct WaitingPage<'a> {
     b: &'a Branding,
     t: &'static Texts,
     lang: &'static str,
+    /// "rtl" for Arabic, Hebrew and Persian: the html element's `dir`.
+    dir: &'static str,
     /// The locale's texts for the script, as JSON.
     i18n: &'static str,
     theme: &'a Theme,
@@ -327,6 +329,7 @@ struct WaitingPage<'a> {
 struct ClosedPage<'a> {
     b: &'a Branding,
     lang: &'static str,
+    dir: &'static str,
     theme: &'a Theme,
     heading: &'a str,
     message: &'a str,
@@ -338,6 +341,7 @@ struct ClosedPage<'a> {
 struct ChallengePage<'a> {
     b: &'a Branding,
     lang: &'static str,
+    dir: &'static str,
     theme: &'a Theme,
     heading: &'static str,
     message: &'static str,
@@ -351,6 +355,7 @@ struct ChallengePage<'a> {
 struct ErrorPage<'a> {
     b: &'a Branding,
     lang: &'static str,
+    dir: &'static str,
     theme: &'a Theme,
     status: u16,
     kicker: String,
@@ -580,7 +585,7 @@ mod tests {
         let b = Look::new(branding());
         let html = render_waiting(&waiting(&b))?;
         assert!(html.starts_with("<!doctype html>"));
-        assert!(html.contains("<html lang=\"en-US\">"));
+        assert!(html.contains("<html lang=\"en-US\" dir=\"ltr\">"));
         assert!(html.contains(r#"<strong class="num">42</strong>"#));
         assert!(html.contains("You are number"));
         assert!(html.contains("1,834 people waiting in total"));
@@ -837,14 +842,17 @@ mod tests {
                     status: 504,
                     failure,
                 })?;
-                assert!(html.contains(&format!("<html lang=\"{}\">", locale.tag())));
+                let html_element = format!(
+                    "<html lang=\"{}\" dir=\"{}\">",
+                    locale.tag(),
+                    locale.direction().attribute()
+                );
+                assert!(html.contains(&html_element), "{locale:?}");
                 let kicker = t.kicker.replace("{n}", "504");
                 assert!(html.contains(&kicker), "{locale:?} {failure:?}");
                 assert!(html.contains(t.retry), "{locale:?}");
             }
-            for retry in [t.retry_in_one, t.retry_in_other] {
-                assert!(retry.contains("{n}"), "{locale:?}: {retry}");
-            }
+            assert!(t.retry_in.other.contains("{n}"), "{locale:?}");
             if locale != Locale::EnUs {
                 let english = &Locale::EnUs.texts().failure;
                 assert_ne!(t.shared_message, english.shared_message, "{locale:?}");
@@ -900,10 +908,12 @@ mod tests {
                 ..waiting(&defaults)
             };
             let html = render_waiting(&view)?;
-            assert!(
-                html.contains(&format!("<html lang=\"{}\">", locale.tag())),
-                "{locale:?}"
+            let html_element = format!(
+                "<html lang=\"{}\" dir=\"{}\">",
+                locale.tag(),
+                locale.direction().attribute()
             );
+            assert!(html.contains(&html_element), "{locale:?}");
             let escaped = |text: &str| text.replace('\'', "&#39;");
             for text in [
                 t.heading,
@@ -919,7 +929,7 @@ mod tests {
             }
             let place = format!(r#"<strong class="num">{}</strong>"#, locale.number(12_345));
             assert!(html.contains(&place), "{locale:?}");
-            let total = locale.count(23_456, t.total_one, t.total_other);
+            let total = locale.count(23_456, &t.total);
             assert!(html.contains(&escaped(&total)), "{locale:?}: {total}");
             let wait = locale.minutes(4);
             assert!(
@@ -946,6 +956,25 @@ mod tests {
                 "{locale:?}"
             );
             assert!(closed.contains(&escaped(t.closed_message)), "{locale:?}");
+            assert!(closed.contains(&html_element), "{locale:?}");
+
+            let challenge = render_challenge(&ChallengeView {
+                look: &defaults,
+                locale,
+                room_name: "sneaker-drop",
+                message: t.proof_message,
+                widget: "",
+            })?;
+            assert!(challenge.contains(&html_element), "{locale:?}");
+            assert!(
+                challenge.contains(&escaped(t.challenge_heading)),
+                "{locale:?}"
+            );
+            assert!(challenge.contains(&escaped(t.proof_message)), "{locale:?}");
+            assert!(
+                challenge.contains(&escaped(t.challenge_retry)),
+                "{locale:?}"
+            );
         }
         Ok(())
     }
@@ -1036,5 +1065,35 @@ mod tests {
         assert!(!plain.contains("id=\"wr-countdown\""));
         assert_eq!(clock_text(59_001), "1:00");
         assert_eq!(clock_text(0), "0:00");
+    }
+
+    /// An Arabic page writes its countdown, clock and progress in the digits of its numbers.
+    #[test]
+    fn a_page_writes_every_number_in_its_own_digits() {
+        let b = Look::new(branding());
+        let arabic = |countdown| {
+            render_waiting(&WaitingView {
+                locale: Locale::ArEg,
+                countdown,
+                position: if countdown.is_some() { None } else { Some(2) },
+                initial_position: Some(4),
+                ..waiting(&b)
+            })
+            .unwrap_or_default()
+        };
+        let prequeue = arabic(Some(Countdown {
+            starts_at: 1_796_119_200_000,
+            now: 1_796_119_200_000 - 3_909_000,
+            shuffled: false,
+        }));
+        assert!(prequeue.contains(">١:٠٥:٠٩<"), "{prequeue}");
+        let waiting_page = arabic(None);
+        assert!(waiting_page.contains("aria-valuetext=\"٥٠% من الطريق إلى المقدمة\""));
+        assert!(waiting_page.contains("<strong class=\"num\">٢</strong>"));
+        assert!(waiting_page.contains(" UTC</time>"), "{waiting_page}");
+        assert!(
+            !waiting_page.contains(":02 UTC"),
+            "the clock in Arabic-Indic digits"
+        );
     }
 }

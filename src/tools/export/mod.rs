@@ -13,26 +13,19 @@ use hcl::{Attribute, Body, Expression, ObjectKey};
 
 use crate::config::file::{ConfigFile, PageSection, RoomSection};
 use crate::config::model::{ConfigError, RoomPlace, SameSite, invalid, same_site};
-use crate::language::Locale;
 use room::{TurnstileSettings, room_vars, text};
 
 pub use room::bypass_expression;
 
 /// Every `default_template_language` the provider (v5) accepts, spelt as it spells them.
-/// infra/cloudflare/room/variables.tf validates against the same list (a test keeps them equal).
+/// infra/cloudflare/room/variables.tf validates against the same list, and the proxy's pages
+/// speak each (tests keep the three equal).
 pub const CLOUDFLARE_LANGUAGES: [&str; 38] = [
     "en-US", "es-ES", "de-DE", "fr-FR", "it-IT", "ja-JP", "ko-KR", "pt-BR", "zh-CN", "zh-TW",
     "nl-NL", "pl-PL", "id-ID", "tr-TR", "ar-EG", "ru-RU", "fa-IR", "bg-BG", "hr-HR", "cs-CZ",
     "da-DK", "fi-FI", "lt-LT", "ms-MY", "nb-NO", "ro-RO", "el-GR", "he-IL", "hi-IN", "hu-HU",
     "sr-BA", "sk-SK", "sl-SI", "sv-SE", "tl-PH", "th-TH", "uk-UA", "vi-VN",
 ];
-
-/// Cloudflare's code for one of our page languages (all of ours are among its 38).
-pub fn cloudflare_language(locale: Locale) -> Option<&'static str> {
-    CLOUDFLARE_LANGUAGES
-        .into_iter()
-        .find(|code| code.eq_ignore_ascii_case(locale.tag()))
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {

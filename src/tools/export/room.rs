@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hcl::{Attribute, Expression, Identifier, ObjectKey};
 
-use super::{CLOUDFLARE_LANGUAGES, RoomExport, cloudflare_language};
+use super::RoomExport;
 use crate::config::file::{ConfigFile, PageSection, RoomSection};
 use crate::config::model::{ConfigError, SameSite, check_room_id, invalid};
 use crate::config::{QueueingMethod, RoomSettings};
@@ -305,43 +305,18 @@ impl TurnstileSettings {
     }
 }
 
-/// page.default_template_language as Cloudflare's code: ours map to theirs; any other of
-/// Cloudflare's 38 passes too (the proxy's built-in pages do not speak it); "auto" is en-US.
+/// page.default_template_language as Cloudflare's code (the proxy's tags are Cloudflare's);
+/// "auto" is en-US.
 fn template_language(text: &str, notes: &mut Vec<String>) -> Result<&'static str, ConfigError> {
     const KEY: &str = "page.default_template_language";
-    match PageLanguage::parse(text) {
-        Ok(PageLanguage::Fixed(locale)) => cloudflare_language(locale).ok_or_else(|| {
-            invalid(
-                KEY,
-                format!("{:?} is not one of Cloudflare's languages", locale.tag()),
-            )
-        }),
-        Ok(PageLanguage::Auto) => {
+    match PageLanguage::parse(text).map_err(|e| invalid(KEY, e))? {
+        PageLanguage::Fixed(locale) => Ok(locale.tag()),
+        PageLanguage::Auto => {
             notes.push(format!(
                 "{KEY} = \"auto\": Cloudflare's built-in page has one language per room; \
                  exported as en-US"
             ));
             Ok("en-US")
-        }
-        Err(ours) => {
-            let code = CLOUDFLARE_LANGUAGES
-                .into_iter()
-                .find(|code| code.eq_ignore_ascii_case(text.trim()))
-                .ok_or_else(|| {
-                    invalid(
-                        KEY,
-                        format!(
-                            "{text:?} is neither one of the proxy's languages nor one of \
-                             Cloudflare's 38 ({})",
-                            CLOUDFLARE_LANGUAGES.join(", ")
-                        ),
-                    )
-                })?;
-            notes.push(format!(
-                "{KEY} = {code:?}: Cloudflare's page speaks it, the proxy's built-in pages do \
-                 not ({ours}): waitroom-proxy refuses this file"
-            ));
-            Ok(code)
         }
     }
 }
