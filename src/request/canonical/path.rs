@@ -195,9 +195,10 @@ pub(super) fn strip_parameters(path: &str) -> String {
 /// 5.2.4 on a stack, empty segments merged, except that `..` is refused where origins disagree.
 pub(super) fn normalise_path(path: &[u8], out: &mut String) -> Result<(), Refusal> {
     let base = out.len();
-    // Start offsets in `out` of the segments kept so far, and whether each is empty once its
-    // parameters are removed.
-    let mut stack: Vec<(usize, bool)> = Vec::new();
+    // The segments kept so far: their start offsets in `out`, whether each is empty once its
+    // parameters are removed, and whether an empty segment was merged just before it (popping
+    // it brings that empty segment back next to the following `..`).
+    let mut stack: Vec<(usize, bool, bool)> = Vec::new();
     // An empty segment was merged since the last segment kept or removed.
     let mut merged_empty = false;
     let mut trailing_slash;
@@ -229,14 +230,15 @@ pub(super) fn normalise_path(path: &[u8], out: &mut String) -> Result<(), Refusa
             if merged_empty {
                 return Err(Refusal::AmbiguousDotSegment);
             }
-            let (start, name_empty) = stack.pop().ok_or(Refusal::AboveRoot)?;
+            let (start, name_empty, empty_before) = stack.pop().ok_or(Refusal::AboveRoot)?;
             if name_empty {
                 return Err(Refusal::AmbiguousDotSegment);
             }
             out.truncate(start);
+            merged_empty = empty_before;
             trailing_slash = last;
         } else {
-            stack.push((out.len(), name_len == 0));
+            stack.push((out.len(), name_len == 0, merged_empty));
             out.push('/');
             out.push_str(&segment);
             merged_empty = false;
