@@ -696,6 +696,8 @@ async fn the_live_view_streams_every_rooms_state_until_the_session_ends() {
         header(stream.headers(), "content-type"),
         "text/event-stream"
     );
+    // The stream's connection is not kept: the head says so, and no request is sent on it.
+    assert_eq!(header(stream.headers(), "connection"), "close");
     let started = std::time::Instant::now();
     let first_two = events(&mut stream, 2).await;
     // One at once, the next a few seconds later: a stream, not a poll.

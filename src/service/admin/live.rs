@@ -58,6 +58,7 @@ impl AdminApp {
         let Some(_slot) = Slot::take(&self.live_streams) else {
             let busy = error(503, format!("{MAX_STREAMS} live views are open already"))
                 .with_header("retry-after", "10");
+            session.set_keepalive(None);
             if let Err(e) = write_reply(&mut session, busy).await {
                 log::debug!("admin listener: refusal not written: {e}");
             }
@@ -75,6 +76,9 @@ impl AdminApp {
         shutdown: &mut ShutdownWatch,
     ) -> pingora::Result<()> {
         session.set_write_timeout(Some(WRITE_TIMEOUT));
+        // The connection ends with the stream: said in the head (`Connection: close`), or a
+        // client would send its next request on it and meet the close.
+        session.set_keepalive(None);
         let mut header = ResponseHeader::build(200, Some(4))?;
         header.insert_header("content-type", "text/event-stream")?;
         header.insert_header("cache-control", "no-store")?;
