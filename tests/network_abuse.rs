@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::origin::{Request, StubOrigin, read_request, serve_in_background};
-use common::proxy::{Answer, Sections, TestProxy, Visitor};
+use common::proxy::{Answer, Sections, TestProxy, Visitor, ticket_in};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -162,18 +162,6 @@ fn header_of<'a>(head: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
-/// The waiting-room cookie a head sets.
-fn cookie(head: &str) -> Option<String> {
-    head.lines().find_map(|l| {
-        let (name, value) = l.split_once(':')?;
-        let value = name
-            .eq_ignore_ascii_case("set-cookie")
-            .then_some(value.trim())?
-            .strip_prefix("waitroom=")?;
-        Some(value.split(';').next()?.to_owned()).filter(|v| !v.is_empty())
-    })
-}
-
 /// Sends one request head (lines joined, a blank line added) in one write.
 async fn send(stream: &mut TcpStream, lines: &[&str]) {
     let head = format!("{}\r\n\r\n", lines.join("\r\n"));
@@ -218,7 +206,7 @@ async fn metric(proxy: &TestProxy, series: &str) -> u64 {
 async fn take_the_room(proxy: &TestProxy) -> String {
     let (status, head, _) = get(proxy, "/", Some("192.0.2.1"), None).await;
     assert_eq!(status, 200);
-    cookie(&head).expect("the first visitor gets a pass")
+    ticket_in(&head).expect("the first visitor gets a pass")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,7 +263,7 @@ async fn one_address_with_many_tickets_gets_its_share_of_streams_and_the_rest_po
     for _ in 0..8 {
         let (status, head, body) = get(&proxy, "/", Some(SCALPER), None).await;
         assert!(status == 200 && !body.starts_with("origin:"), "{head}");
-        tickets.push(cookie(&head).expect("a ticket"));
+        tickets.push(ticket_in(&head).expect("a ticket"));
     }
     let (mut held, mut refused) = (Vec::new(), 0);
     for ticket in &tickets {
@@ -312,7 +300,7 @@ async fn one_address_with_many_tickets_gets_its_share_of_streams_and_the_rest_po
     assert_eq!((status, body.as_str()), (200, "origin:/cart"));
     let (status, head, body) = get(&proxy, "/", Some("198.51.100.7"), None).await;
     assert!(status == 200 && body.contains("Test drop"), "{head}");
-    let newcomer = cookie(&head).expect("a ticket");
+    let newcomer = ticket_in(&head).expect("a ticket");
     let stream = open_stream(&proxy, "198.51.100.7", Some(&newcomer)).await;
     assert!(stream.is_ok(), "{:?}", stream.err());
     let (status, _, body) = get(

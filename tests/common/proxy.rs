@@ -324,7 +324,7 @@ impl TestProxy {
     }
 }
 
-/// The waiting-room cookie a raw answer's head sets.
+/// The waiting-room cookie a raw answer's head sets (not one it clears).
 pub fn ticket_in(head: &str) -> Option<String> {
     head.lines().find_map(|l| {
         let (name, value) = l.split_once(':')?;
@@ -332,7 +332,7 @@ pub fn ticket_in(head: &str) -> Option<String> {
             .eq_ignore_ascii_case("set-cookie")
             .then_some(value.trim())?
             .strip_prefix("waitroom=")?;
-        Some(value.split(';').next()?.to_owned())
+        Some(value.split(';').next()?.to_owned()).filter(|v| !v.is_empty())
     })
 }
 
