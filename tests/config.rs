@@ -234,6 +234,15 @@ fn secrets_are_required_long_or_explicitly_insecure() {
     let (config, warnings) = Config::parse(&minimal(""), &none, true).unwrap();
     assert_eq!(config.pass.secret.len(), 64);
     assert!(warnings.iter().any(|w| w.contains("INSECURE")));
+    // The generated admin token is shown (the console's sign-in takes it), the signing key not.
+    let token_line = warnings.iter().find(|w| w.contains("admin.token")).unwrap();
+    assert!(
+        token_line.ends_with(&format!(": {}", config.admin_token)),
+        "{token_line}"
+    );
+    let secret_line = warnings.iter().find(|w| w.contains("pass.secret")).unwrap();
+    let secret = String::from_utf8_lossy(&config.pass.secret);
+    assert!(!secret_line.contains(secret.as_ref()), "{secret_line}");
 }
 
 fn error_of_with(text: &str, env: &Env) -> String {

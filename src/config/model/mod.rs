@@ -56,7 +56,7 @@ pub use turnstile::{OnUnreachable, TurnstileAction, TurnstileConfig, TurnstileMo
 use crate::config::file::ConfigFile;
 use crate::core::ip_limit::IpLimits;
 use crate::request::client::Cidr;
-use secrets::{NonEmpty, secret};
+use secrets::{Generated, NonEmpty, secret};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -343,11 +343,21 @@ impl Config {
         let mut warnings = Vec::new();
         // Each section is checked even when another failed: `--test` says everything at once.
         let mut errors = Vec::new();
-        let mut read_secret = |key, name, value: &mut Option<String>| {
-            secret(key, name, value, env, dev, &mut warnings)
+        let mut read_secret = |key, name, value: &mut Option<String>, generated| {
+            secret(key, name, value, env, dev, generated, &mut warnings)
         };
-        let pass_secret = read_secret("pass.secret", ENV_JWT_SECRET, &mut file.pass.secret);
-        let admin_token = read_secret("admin.token", ENV_ADMIN_TOKEN, &mut file.admin.token);
+        let pass_secret = read_secret(
+            "pass.secret",
+            ENV_JWT_SECRET,
+            &mut file.pass.secret,
+            Generated::Hidden,
+        );
+        let admin_token = read_secret(
+            "admin.token",
+            ENV_ADMIN_TOKEN,
+            &mut file.admin.token,
+            Generated::Shown,
+        );
         let pass_secret = keep(&mut errors, pass_secret);
         let admin_token = keep(&mut errors, admin_token);
         // Without a secret the other pass keys are still worth checking.

@@ -28,6 +28,14 @@ impl Environment for NonEmpty<'_> {
     }
 }
 
+/// Whether a secret generated for a `--dev` run is shown in its warning: the admin token is (the
+/// person trying the proxy signs in to the console with it), the signing keys are not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Generated {
+    Shown,
+    Hidden,
+}
+
 /// A secret from the environment or the file, or in dev mode a random one. The variable, when
 /// set, is written into the parsed file, so a reload that reads the file again keeps it.
 pub(crate) fn secret(
@@ -36,6 +44,7 @@ pub(crate) fn secret(
     from_file: &mut Option<String>,
     env: &dyn Environment,
     dev: bool,
+    generated_is: Generated,
     warnings: &mut Vec<String>,
 ) -> Result<String, ConfigError> {
     if let Some(value) = env.var(env_name) {
@@ -47,9 +56,13 @@ pub(crate) fn secret(
             let generated: String = (0..MIN_SECRET_BYTES)
                 .map(|_| format!("{:02x}", rand::random::<u8>()))
                 .collect();
+            let shown = match generated_is {
+                Generated::Shown => format!(": {generated}"),
+                Generated::Hidden => String::new(),
+            };
             warnings.push(format!(
                 "INSECURE (--dev): {key} is missing or shorter than {MIN_SECRET_BYTES} bytes; \
-                 using a random one for this run only"
+                 using a random one for this run only{shown}"
             ));
             *from_file = Some(generated.clone());
             Ok(generated)
