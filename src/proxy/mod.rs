@@ -12,6 +12,7 @@
 //! Connections are accepted by the front door (`connections`), which counts them and closes
 //! slow heads and, when full, idle keep-alive connections.
 
+mod access;
 mod body;
 mod connections;
 mod events;
@@ -38,7 +39,7 @@ use crate::config::model::OriginConfig;
 use crate::core::autopilot::Exchange;
 use crate::core::body_pace::{BodyPace, PaceRule};
 use crate::gate::{Decision, Gate};
-use crate::observe::{ACCESS_LOG, Outcome};
+use crate::observe::Outcome;
 use crate::request::authority::Authority;
 use crate::request::client::{Cidr, ClientAddress, client_ip};
 use crate::request::route::Routes;
@@ -46,6 +47,7 @@ use crate::request::view::{Canonical, Head, Request, Sites};
 use crate::respond::Responder;
 use crate::respond::reply::Reply;
 use crate::room::Room;
+use access::{AccessLine, http_version};
 use origin::OriginAddresses;
 
 /// Larger request headers are refused with 431 before any work is done.
@@ -714,52 +716,5 @@ impl ProxyHttp for Hooks {
             error,
         }
         .write();
-    }
-}
-
-/// One request's access line: what it asked, what was decided, what went back.
-struct AccessLine<'a> {
-    decision: &'a str,
-    method: &'a str,
-    host: &'a str,
-    path: &'a str,
-    status: u16,
-    origin_status: u16,
-    ms: u64,
-    bytes: u64,
-    proto: &'static str,
-    client: &'a str,
-    visitor: &'a str,
-    error: &'a str,
-}
-
-impl AccessLine<'_> {
-    fn write(&self) {
-        log::info!(
-            target: ACCESS_LOG,
-            decision = self.decision,
-            method = self.method,
-            host = self.host,
-            path = self.path,
-            status = self.status,
-            origin_status = self.origin_status,
-            ms = self.ms,
-            bytes = self.bytes,
-            proto = self.proto,
-            client = self.client,
-            visitor = self.visitor,
-            error = self.error;
-            "{}", self.decision
-        );
-    }
-}
-
-fn http_version(v: http::Version) -> &'static str {
-    match v {
-        http::Version::HTTP_09 => "HTTP/0.9",
-        http::Version::HTTP_10 => "HTTP/1.0",
-        http::Version::HTTP_2 => "HTTP/2",
-        http::Version::HTTP_3 => "HTTP/3",
-        _ => "HTTP/1.1",
     }
 }

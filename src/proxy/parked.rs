@@ -20,9 +20,10 @@ use pingora_core::server::ShutdownWatch;
 use pingora_http::RequestHeader;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::access::AccessLine;
 use super::connections::ParkedPlace;
 use super::events::{self, EventSink, Refusal, STREAM_HEADERS, Woke};
-use super::{AccessLine, WaitroomProxy, head, oversized};
+use super::{WaitroomProxy, head, oversized};
 use crate::gate::Watch;
 use crate::request::client::ClientAddress;
 use crate::request::view::{Canonical, Request, Reserved};
