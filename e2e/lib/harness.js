@@ -39,16 +39,25 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
+// Free ports for one proxy, all held open at once until each is known: ports asked for one after
+// another can come back the same (the kernel hands out a port again once it is closed), and two
+// listeners on one port is a config the proxy refuses.
+async function freePorts(count) {
+  const servers = [];
+  try {
+    for (let i = 0; i < count; i += 1) {
+      const srv = net.createServer();
+      srv.unref();
+      servers.push(srv);
+      await new Promise((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(0, '127.0.0.1', resolve);
+      });
+    }
+    return servers.map((srv) => srv.address().port);
+  } finally {
+    await Promise.all(servers.map((srv) => new Promise((resolve) => srv.close(() => resolve()))));
+  }
 }
 
 function accepts(port) {
@@ -99,7 +108,7 @@ async function startRoom({ listen: listenKeys = {}, room = {}, page = {}, sectio
     throw new Error(`no proxy binary at ${BIN}: build it (cargo build) or set WAITROOM_BIN`);
   }
   const shop = await startShop(0);
-  const [listen, admin] = [await freePort(), await freePort()];
+  const [listen, admin] = await freePorts(2);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'waitroom-e2e-'));
   const configFile = path.join(dir, 'room.toml');
   const logFile = path.join(dir, 'proxy.log');
