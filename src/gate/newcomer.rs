@@ -105,7 +105,7 @@ impl Gate {
         match joined {
             Ok(joined) => {
                 // A quiet room's loop looks at it only once a second; someone in line wakes it.
-                self.room.pollers.seen(&id);
+                self.room.pollers.joined();
                 let ticket = Ticket {
                     id,
                     place: joined.place,

@@ -2,6 +2,7 @@
 //! changed.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -105,32 +106,52 @@ impl Default for Pulse {
 /// Waiting visitors seen polling since the loop's last keep-alive batch: their heartbeats in the
 /// store are slid once per tick for all of them, not once per poll.
 #[derive(Default)]
-pub struct Pollers(Mutex<HashSet<String>>);
+pub struct Pollers {
+    ids: Mutex<HashSet<String>>,
+    /// Someone joined since the last batch: the loop must look (a quiet room's loop looks only
+    /// once a second), but the join set the heartbeat itself, so no id needs sliding.
+    joined: AtomicBool,
+}
 
 impl Pollers {
     pub fn seen(&self, id: &str) {
-        let mut ids = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
         if !ids.contains(id) {
             ids.insert(id.to_owned());
         }
     }
 
+    /// A visitor joined the line: wakes the loop without a heartbeat to send (on Redis, sliding
+    /// it again was a read and a write of the visitor's shard for every new visitor).
+    pub fn joined(&self) {
+        self.joined.store(true, Ordering::Relaxed);
+    }
+
     /// The batch for the loop.
     pub fn take(&self) -> Vec<String> {
-        self.0
+        self.joined.store(false, Ordering::Relaxed);
+        self.ids
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .drain()
             .collect()
     }
 
-    /// Nobody seen since the last batch: with nobody waiting either, the room is quiet.
+    /// Nobody seen or joined since the last batch: with nobody waiting either, the room is quiet.
     pub fn is_empty(&self) -> bool {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+        !self.joined.load(Ordering::Relaxed)
+            && self
+                .ids
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
     }
 
     /// Gives back a batch the store could not take, so nobody is dropped for an outage.
     pub fn give_back(&self, ids: Vec<String>) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).extend(ids);
+        self.ids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(ids);
     }
 }

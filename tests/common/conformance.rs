@@ -1017,12 +1017,39 @@ pub async fn joins_are_counted_once_per_visitor<S: Store>(store: S, _clock: Arc<
     );
 }
 
+/// A called visitor whose page asks to join again (its ticket lost, the same member id) keeps its
+/// call and the place it was called from: it is not put back in line.
+pub async fn a_called_visitor_joining_again_keeps_its_call<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let l = limits(1, 100);
+    let a = store.join("a", None, &l).await.unwrap();
+    store.join("b", None, &l).await.unwrap();
+    let fence = lead(&store).await;
+    clock.advance(Duration::from_secs(3));
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 1);
+    let again = store.join("a", None, &l).await.unwrap();
+    assert_eq!((again.place, again.position, again.queued), (a.place, 1, 1));
+    let counts = store.counts().await.unwrap();
+    assert_eq!(
+        (counts.called, counts.queued, counts.joined_total),
+        (1, 1, 2)
+    );
+    assert!(matches!(
+        store.poll("a", &l).await.unwrap(),
+        PollOutcome::Admitted { .. }
+    ));
+    assert_eq!(waiting(store.poll("b", &l).await.unwrap()), (1, 1));
+}
+
 #[macro_export]
 macro_rules! store_conformance {
     ($make:expr) => {
         store_conformance!(@each $make;
             direct_admission_until_full,
             joins_are_counted_once_per_visitor,
+            a_called_visitor_joining_again_keeps_its_call,
             joining_is_idempotent_and_positions_are_exact,
             fifo_rounds_call_in_order_and_the_claim_is_a_pass,
             the_rate_is_held,

@@ -38,26 +38,47 @@ local due = {}
 -- New places given (Store::counts' joined_total): a visitor joining again is not counted twice.
 local joined = 0
 
+-- The place a visitor new to the line would get, and the highest place given once it has it.
+local function new_place(restore, ticket_epoch, r)
+  if restore ~= '' and ticket_epoch ~= epoch then
+    local place = tonumber(restore)
+    return place, math.max(last, place), false
+  elseif draw_from then
+    -- As drawn_place in Rust: uniform over the span's places (one per microsecond). Arrivals
+    -- in order after the span go behind all of it.
+    return draw_from * 1000 + r % ((draw_until - draw_from) * 1000),
+      math.max(last, draw_until * 1000 - 1), false
+  end
+  local place = math.max(last + 1, now * 1000)
+  return place, place, true
+end
+
 -- One visitor: its place (kept, restored, or at the back), its position and the line's length.
+-- Almost every joiner is new, so the place is added first (ZADD NX) and a place already held is
+-- read only when that added nothing: two commands for a new visitor, not three.
 local function join(id, restore, ticket_epoch, r, shard)
-  local place = place_of(id)
-  local at_back = false
-  if not place then
-    if restore ~= '' and ticket_epoch ~= epoch then
-      place = tonumber(restore)
-      last = math.max(last, place)
-    elseif draw_from then
-      -- As drawn_place in Rust: uniform over the span's places (one per microsecond). Arrivals
-      -- in order after the span go behind all of it.
-      place = draw_from * 1000 + r % ((draw_until - draw_from) * 1000)
-      last = math.max(last, draw_until * 1000 - 1)
+  local place, last_if_new, at_back = new_place(restore, ticket_epoch, r)
+  if redis.call('ZADD', K_QUEUE, 'NX', int(place), id) == 1 then
+    local called = redis.call('HGET', K_PLACES, id)
+    if called then
+      -- Called already: joining again keeps the call, and the place it was called from.
+      redis.call('ZREM', K_QUEUE, id)
+      place = tonumber(called)
+      if not place then
+        corrupt('place of ' .. id)
+      end
+      at_back = false
     else
-      place = math.max(last + 1, now * 1000)
-      last = place
-      at_back = true
+      queued = queued + 1
+      last = last_if_new
+      joined = joined + 1
     end
-    queued = queued + redis.call('ZADD', K_QUEUE, int(place), id)
-    joined = joined + 1
+  else
+    place = tonumber(redis.call('ZSCORE', K_QUEUE, id))
+    if not place then
+      corrupt('place of ' .. id)
+    end
+    at_back = false
   end
   redis.call('HSET', shard, id, deadline)
   due[#due + 1] = deadline
