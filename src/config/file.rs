@@ -62,6 +62,10 @@ pub struct ListenSection {
     pub pid_file: Option<String>,
     /// Proxies (load balancers, CDNs) whose X-Forwarded-For is believed, as addresses or ranges.
     pub trusted_proxies: Vec<String>,
+    /// The header a trusted proxy names the client's country in (Cloudflare's `CF-IPCountry`),
+    /// for rules on `countries`; read only from a peer in `trusted_proxies`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub country_header: Option<String>,
     /// Host names served besides the room's `host`: once a room names a host, requests for any
     /// other host are refused (421).
     pub hosts: Vec<String>,
@@ -94,6 +98,7 @@ impl Default for ListenSection {
             key: None,
             grace_period: "10s".into(),
             trusted_proxies: Vec::new(),
+            country_header: None,
             upgrade_socket: None,
             pid_file: None,
             hosts: Vec::new(),
@@ -185,7 +190,8 @@ impl<'de> Deserialize<'de> for RoomEntry {
     }
 }
 
-/// The room: every key but `id`, `host` and `path` can be changed live through the admin API.
+/// The room: every key but `id`, `host`, `path` and `routes` can be changed live through the
+/// admin API.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoomSection {
@@ -196,6 +202,10 @@ pub struct RoomSection {
     pub host: Option<String>,
     #[serde(default = "defaults::path")]
     pub path: String,
+    /// More host and path prefixes behind the same line, capacity and passes (Cloudflare's
+    /// `additional_routes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteSection>,
     pub total_active_users: u64,
     pub new_users_per_minute: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -252,6 +262,49 @@ pub struct RoomSection {
     /// Scheduled drops; `[[room.events]]` in the file, /admin/events live.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventSection>,
+    /// `[[room.rules]]`: bypass, protect or block by conditions on the request; the first rule
+    /// that holds decides, before the bypass lists above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<RuleSection>,
+}
+
+/// One rule: an action and its conditions, every one of which must hold. A list left out is no
+/// condition; a list written out empty would match nothing, and is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSection {
+    /// How metrics (`rule` label) and `--test` call it; `rules[i]` when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// "bypass", "protect" or "block".
+    pub action: String,
+    /// Canonical path patterns (like `bypass`): one must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub methods: Option<Vec<String>>,
+    /// Query parameters (decoded names) and the value each must hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookies: Option<BTreeMap<String, String>>,
+    /// Client addresses or ranges (through `listen.trusted_proxies`): one must hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub networks: Option<Vec<String>>,
+    /// Country codes, read from `listen.country_header` of a trusted proxy: one must be it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub countries: Option<Vec<String>>,
+}
+
+/// One more route of a room: a path prefix, on the room's host (which `host` may repeat).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSection {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    pub path: String,
 }
 
 /// One scheduled event (Cloudflare's waiting room event, same names). Times are RFC 3339.

@@ -48,6 +48,20 @@ pub(super) fn room_vars(
         ),
     }
     vars.push(Attribute::new("path", room.path.as_str()));
+    if !room.routes.is_empty() {
+        let routes = room.routes.iter().map(|route| {
+            let host = route.host.as_ref().or(room.host.as_ref());
+            vec![
+                ("host", text(host.map_or("", String::as_str))),
+                ("path", text(route.path.as_str())),
+            ]
+        });
+        vars.push(Attribute::new("additional_routes", objects(routes)));
+        advanced.push(format!(
+            "room.routes ({} more): Cloudflare's additional_routes",
+            room.routes.len()
+        ));
+    }
 
     for (key, value) in [
         ("total_active_users", settings.total_active_users),

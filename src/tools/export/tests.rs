@@ -526,3 +526,28 @@ fn the_proof_of_work_and_members_only_lines_have_no_counterpart_and_say_so() {
         members.notes
     );
 }
+
+#[test]
+fn routes_become_additional_routes_on_the_rooms_host_and_ask_for_the_advanced_plan() {
+    let out = export(
+        "host = \"shop.example.com\"\npath = \"/drop\"\n\
+         routes = [{ path = \"/cart\" }, { host = \"shop.example.com\", path = \"/checkout\" }]",
+        "",
+    );
+    let v = parsed(&out);
+    assert_eq!(
+        v["additional_routes"],
+        serde_json::json!([
+            {"host": "shop.example.com", "path": "/cart"},
+            {"host": "shop.example.com", "path": "/checkout"},
+        ])
+    );
+    assert!(
+        out.advanced.iter().any(|a| a.contains("room.routes")),
+        "{:?}",
+        out.advanced
+    );
+    assert_eq!(v["advanced_plan"], true);
+    let plain = parsed(&export("host = \"shop.example.com\"", ""));
+    assert!(plain.get("additional_routes").is_none(), "{plain}");
+}
