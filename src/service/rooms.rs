@@ -57,6 +57,11 @@ pub(super) fn assemble(
         .with_autopilot(room_config.autopilot.clone())
         .with_pass_limits(config.pass.limits),
     );
+    // Each rule's series exists from the start, at 0: `rate()` needs a sample before the first.
+    for rule in &room_config.settings.rules {
+        room.metrics
+            .rule_held(&rule.label, rule.action.as_str(), false);
+    }
     if !reached {
         // Down from the first moment (gauge, /readyz), not only after the loop's first tick.
         room.health

@@ -33,6 +33,29 @@ pub struct RoomConfig {
     pub cookie_name: String,
 }
 
+impl RoomConfig {
+    /// What the room covers and what each of its rules does, in words, for `--test`.
+    pub fn explained(&self) -> Vec<String> {
+        let routes: Vec<String> = self.routes.iter().map(describe).collect();
+        let mut lines = vec![match routes.as_slice() {
+            [one] => format!("room {:?} covers {one}", self.id),
+            many => format!(
+                "room {:?} covers {}: one line and one capacity; a pass got on any of them \
+                 serves them all (its cookie is the host's, Path=/)",
+                self.id,
+                many.join(", ")
+            ),
+        }];
+        lines.extend(
+            self.settings
+                .rules
+                .iter()
+                .map(|rule| format!("room {:?} {}", self.id, rules::explain(rule))),
+        );
+        lines
+    }
+}
+
 /// Where a room's sections are in the file, for the keys its errors name: `room.x` of a
 /// `[room]`, `rooms[2].x` of a `[[rooms]]` entry, and its page and autopilot keys under the room
 /// when it has its own sections, at the top otherwise.
