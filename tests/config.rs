@@ -1231,7 +1231,7 @@ fn room_errors_name_the_room_and_the_key() {
     ));
     assert!(
         error_of(&same_place)
-            .starts_with("rooms[1].path: any host /drop is claimed by rooms[0].path"),
+            .starts_with("rooms[1].path: /drop (any host) is claimed by rooms[0].path"),
         "{}",
         error_of(&same_place)
     );

@@ -385,7 +385,7 @@ fn test_explains_each_rule_in_words_and_refuses_those_that_can_never_hold() {
         (
             "action = \"protect\"\npaths = [\"/cart/*\"]",
             "",
-            "room.rules[0].paths: \"/cart/*\" lie outside the room's routes (any host /drop)",
+            "room.rules[0].paths: \"/cart/*\" lie outside every route of the room (/drop (any host))",
         ),
         (
             "action = \"block\"\ncountries = [\"XX\"]",

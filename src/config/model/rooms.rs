@@ -272,13 +272,13 @@ fn rules_can_hold(room: &RoomConfig, country_known: bool) -> Result<(), ConfigEr
             errors.push(invalid(
                 &format!("room.rules[{i}].paths"),
                 format!(
-                    "{} lie outside the room's routes ({}): the rule sees only the room's \
-                     requests, so these could never match",
+                    "{} lie outside every route of the room ({}): the rule sees only the \
+                     room's requests, so these could never match",
                     far.iter()
                         .map(|p| format!("{:?}", p.as_str()))
                         .collect::<Vec<_>>()
                         .join(", "),
-                    routes.join(", ")
+                    routes.join("; ")
                 ),
             ));
         }
@@ -383,13 +383,12 @@ fn distinct_in_room(
     }
 }
 
-/// A route in words: `shop.example/cart`, or `any host/cart`.
+/// A route in words: `shop.example/cart`, or `/cart (any host)`.
 pub fn describe(route: &Route) -> String {
-    format!(
-        "{}{}",
-        route.host.as_deref().unwrap_or("any host "),
-        route.path
-    )
+    match &route.host {
+        Some(host) => format!("{host}{}", route.path),
+        None => format!("{} (any host)", route.path),
+    }
 }
 
 /// Two rooms with one id would share their keys in the store; two claiming one route (the same
