@@ -53,6 +53,7 @@ pub const NAMES: &[&str] = &[
     "waitroom_body_timeouts_total",
     "waitroom_client_address_unparsed_total",
     "waitroom_upgrades_refused_total",
+    "waitroom_rule_matches_total",
     "waitroom_origin_resolve_failures_total",
     "waitroom_origin_addresses",
 ];
@@ -635,6 +636,8 @@ mod tests {
         let families = MetricsRegistry::new();
         let m = families.room("r");
         m.request(Outcome::Passed);
+        // A room's rules' series exist once its rules are set up.
+        m.rule_held("rules[0]", "block", false);
         let mut registered: Vec<String> = families
             .registry
             .gather()
