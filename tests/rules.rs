@@ -329,6 +329,36 @@ async fn a_header_secret_bypass_needs_every_copy() {
     assert_eq!(rule_count(&proxy.metrics().await, "rules[0]", "bypass"), 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_change_live_and_the_admin_api_never_shows_a_secret() {
+    let proxy = full_room("", "", "").await;
+    let target = format!("/drop/new?preview={SECRET}");
+    assert!(!ask(&proxy, "GET", &target, &[]).await.reached_origin());
+    let patch = r#"{"rules": [{"name": "preview", "action": "bypass",
+                    "query": {"preview": "preview-7f3a9c2e51d4"}}]}"#;
+    let changed = common::proxy::admin_patch(&proxy.admin, "/admin/config", patch).await;
+    assert_eq!(changed.status(), 200, "{}", changed.text().await.unwrap());
+    assert!(ask(&proxy, "GET", &target, &[]).await.reached_origin());
+    let shown = common::proxy::admin_get(&proxy.admin, "/admin/config").await;
+    assert!(!shown.to_string().contains(SECRET), "{shown}");
+    assert!(shown.to_string().contains("preview"), "{shown}");
+    // A rule that could never hold is refused live too, naming its key.
+    let refused = common::proxy::admin_patch(
+        &proxy.admin,
+        "/admin/config",
+        r#"{"rules": [{"action": "block", "methods": []}]}"#,
+    )
+    .await;
+    assert_eq!(refused.status(), 400);
+    assert!(
+        refused
+            .text()
+            .await
+            .unwrap()
+            .contains("room.rules[0].methods")
+    );
+}
+
 /// `--test` on `room_extra` and `listen`: its exit code and stderr.
 fn check(room_extra: &str, listen: &str) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
