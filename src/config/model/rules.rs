@@ -198,15 +198,18 @@ fn values(
             Expected::Pattern(value.clone())
         };
         // Header names are case-insensitive: two spellings of one name are one header, whose
-        // lines a bypass must all match, so two different secrets for it could never hold.
+        // lines a bypass must all match, so two different secrets for it could never hold. Two
+        // patterns for it are two conditions, each held by any line.
         if let Some(twice) = out.iter().find(|n| n.name == name) {
-            if secret && twice.value != value {
+            if twice.value == value {
+                continue;
+            }
+            if secret {
                 return Err(invalid(
                     key,
                     format!("{name:?} is given two different secrets: the rule could never hold"),
                 ));
             }
-            continue;
         }
         out.push(Named { name, value });
     }
@@ -411,6 +414,12 @@ mod tests {
             explain(&block[0])
                 .contains("the client is in 203.0.113.0/24 and the trusted proxy's country is XX")
         );
+        // Two spellings of one header name with two patterns: both must hold.
+        let both = rules(&[section(
+            "action = \"block\"\nheaders = { \"X-A\" = \"1\", \"x-a\" = \"2\" }",
+        )])
+        .unwrap();
+        assert_eq!(both[0].when.headers.len(), 2);
     }
 
     #[test]
