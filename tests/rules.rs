@@ -357,6 +357,27 @@ async fn rules_change_live_and_the_admin_api_never_shows_a_secret() {
             .unwrap()
             .contains("room.rules[0].methods")
     );
+    // Checked against the room's routes and the country header as the file is.
+    for (patch, said) in [
+        (
+            r#"{"rules": [{"action": "protect", "paths": ["/cart/*"]}]}"#,
+            "room.rules[0].paths: \\\"/cart/*\\\" lie outside every route of the room",
+        ),
+        (
+            r#"{"rules": [{"action": "block", "countries": ["XX"]}]}"#,
+            "room.rules[0].countries: no country is ever known",
+        ),
+    ] {
+        let refused = common::proxy::admin_patch(&proxy.admin, "/admin/config", patch).await;
+        assert_eq!(refused.status(), 400, "{patch}");
+        let body = refused.text().await.unwrap();
+        assert!(body.contains(said), "{patch}: {body}");
+    }
+    let kept = ask(&proxy, "GET", &target, &[]).await;
+    assert!(
+        kept.reached_origin(),
+        "a refused change leaves the last one in force"
+    );
 }
 
 /// `--test` on `room_extra` and `listen`: its exit code and stderr.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::admin::RoomAdmin;
+use super::admin::{RoomAdmin, RuleReach};
 use super::start::StartError;
 use crate::clock::SharedClock;
 use crate::config::Config;
@@ -108,7 +108,16 @@ pub(super) fn assemble(
     };
     let room_loop = Arc::new(RoomLoop::new(room.clone(), start));
     Ok(AssembledRoom {
-        admin: RoomAdmin::new(room.clone(), gate.clone(), room_loop.clone()),
+        admin: RoomAdmin::new(
+            room.clone(),
+            gate.clone(),
+            room_loop.clone(),
+            RuleReach {
+                routes: room_config.routes.clone(),
+                country_known: config.country_header.is_some()
+                    && !config.trusted_proxies.is_empty(),
+            },
+        ),
         front: Front {
             room,
             gate,

@@ -44,7 +44,7 @@ pub(crate) use room::check_room_id;
 pub use room::{
     EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch, merge_patch_named, new_event,
 };
-pub use rooms::{RoomConfig, RoomPlace};
+pub use rooms::{RoomConfig, RoomPlace, rules_can_hold};
 pub use secrets::{
     ENV_ADMIN_TOKEN, ENV_ENTRY_SECRET, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES,
     mask_room,

@@ -12,9 +12,10 @@ use super::{
     ConfigError, PageTemplate, RoomSettings, canonical, invalid, page, page_template, rules,
 };
 use crate::config::file::{
-    AutopilotSection, ConfigFile, PageSection, RoomEntry, RoomSection, RouteSection,
+    AutopilotSection, ConfigFile, ListenSection, PageSection, RoomEntry, RoomSection, RouteSection,
 };
 use crate::request::route::Route;
+use crate::request::rules::Rule;
 
 /// One room, validated.
 #[derive(Debug, Clone)]
@@ -120,8 +121,7 @@ pub(crate) fn rooms(
     base_dir: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<RoomConfig>, ConfigError> {
-    let country_known =
-        file.listen.country_header.is_some() && !file.listen.trusted_proxies.is_empty();
+    let country_known = country_known(&file.listen);
     let rooms = match (&file.room, file.rooms.as_slice()) {
         (Some(_), [_, ..]) => {
             return Err(invalid(
@@ -253,7 +253,8 @@ fn one_room(
                 settings,
                 cookie_name,
             };
-            rules_can_hold(&room, country_known).map_err(|e| place.rename(e))?;
+            rules_can_hold(&room.routes, &room.settings.rules, country_known)
+                .map_err(|e| place.rename(e))?;
             Ok(room)
         }
         _ => Err(ConfigError::all(errors)),
@@ -263,12 +264,23 @@ fn one_room(
 /// A rule sees only its room's requests, and a country only from a trusted proxy's header: a
 /// rule whose paths lie outside every route of the room, or that asks for a country nobody
 /// names, would never hold.
-fn rules_can_hold(room: &RoomConfig, country_known: bool) -> Result<(), ConfigError> {
+/// Whether a country can ever be known: a trusted proxy names it in `listen.country_header`.
+fn country_known(listen: &ListenSection) -> bool {
+    listen.country_header.is_some() && !listen.trusted_proxies.is_empty()
+}
+
+/// `rules` (the file's, or a live change's) refused where one could never hold in the room of
+/// `room_routes`; `country_known`: some trusted proxy names a country.
+pub fn rules_can_hold(
+    room_routes: &[Route],
+    rules: &[Rule],
+    country_known: bool,
+) -> Result<(), ConfigError> {
     let mut errors = Vec::new();
-    for (i, rule) in room.settings.rules.iter().enumerate() {
-        let far = rules::unreachable_paths(rule, &room.routes);
+    for (i, rule) in rules.iter().enumerate() {
+        let far = rules::unreachable_paths(rule, room_routes);
         if !far.is_empty() {
-            let routes: Vec<String> = room.routes.iter().map(describe).collect();
+            let routes: Vec<String> = room_routes.iter().map(describe).collect();
             errors.push(invalid(
                 &format!("room.rules[{i}].paths"),
                 format!(
