@@ -195,6 +195,15 @@ async fn a_blocked_range_gets_the_branded_page_in_its_language_and_reaches_nothi
         "{}",
         proxy.metrics().await
     );
+    // The room switched off lets everyone through but the blocked range: a rule is about who
+    // asks, not about the line.
+    let off = common::proxy::admin_patch(&proxy.admin, "/admin/config", r#"{"suspended": true}"#);
+    assert_eq!(off.await.status(), 200);
+    let still = ask(&proxy, "GET", "/drop/off", &from("203.0.113.77")).await;
+    assert_eq!(still.status, 403);
+    let open = ask(&proxy, "GET", "/drop/open", &from("198.51.100.4")).await;
+    assert!(open.reached_origin(), "{}", open.body);
+    assert_eq!(origin_targets(&proxy), ["/drop/open"]);
 }
 
 /// A method, a target and headers.
