@@ -199,6 +199,9 @@ fn run(path: &Path, test: bool, dev: bool, upgrade: bool) -> ExitCode {
         }
         print!("{}", config.masked_toml());
         eprintln!("waitroom-proxy: {}: configuration ok", path.display());
+        for line in config.rooms.iter().flat_map(|room| room.explained()) {
+            eprintln!("waitroom-proxy: {}: {line}", path.display());
+        }
         for line in
             waitroom::service::live::live_overrides(&config, waitroom::service::live::TEST_TIMEOUT)
         {

@@ -66,7 +66,7 @@ fn defaults_follow_cloudflare_and_the_brief() {
     assert_eq!(room.abandon_after.as_secs(), 300);
     assert_eq!(room.claim_window.as_secs(), 40);
     assert_eq!(room.queueing_status_code, 200);
-    assert_eq!(config.rooms[0].route.path, "/");
+    assert_eq!(config.rooms[0].routes[0].path, "/");
     assert_eq!(config.admin_address.to_string(), "127.0.0.1:9091");
     assert_eq!(config.pass.cookie_name, "waitroom");
     assert!(config.pass.cookie_secure);
@@ -721,8 +721,11 @@ fn hosts_and_paths_are_canonical_or_refused_with_their_canonical_spelling() {
     );
     let (config, warnings) = Config::parse(&text, &with_secrets(), false).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(config.rooms[0].route.host.as_deref(), Some("shop.example"));
-    assert_eq!(config.rooms[0].route.path, "/drop/");
+    assert_eq!(
+        config.rooms[0].routes[0].host.as_deref(),
+        Some("shop.example")
+    );
+    assert_eq!(config.rooms[0].routes[0].path, "/drop/");
     assert_eq!(config.hosts, ["www.shop.example", "[2001:db8::1]"]);
     // Without a room host every host is served: the list is pointless, and said to be.
     let text = format!("[listen]\nhosts = [\"www.shop.example\"]\n{}", minimal(""));
@@ -1184,13 +1187,16 @@ fn several_rooms_each_with_their_own_numbers_page_and_cookie() {
         panic!("two rooms: {:?}", config.rooms.len());
     };
     assert_eq!(drop.id, "drop");
-    assert_eq!(drop.route.path, "/drop");
-    assert_eq!(drop.route.host, None);
+    assert_eq!(drop.routes[0].path, "/drop");
+    assert_eq!(drop.routes[0].host, None);
     assert_eq!(drop.settings.total_active_users, 2);
     assert_eq!(drop.branding.title, "Sneakers", "its own [rooms.page]");
     assert_eq!(drop.cookie_name, "waitroom-drop");
-    assert_eq!(tickets.route.host.as_deref(), Some("tickets.example.com"));
-    assert_eq!(tickets.route.path, "/");
+    assert_eq!(
+        tickets.routes[0].host.as_deref(),
+        Some("tickets.example.com")
+    );
+    assert_eq!(tickets.routes[0].path, "/");
     assert_eq!(tickets.settings.total_active_users, 5);
     assert_eq!(tickets.branding.title, "The shop", "the top-level [page]");
     assert_eq!(tickets.cookie_name, "waitroom-tickets");
@@ -1224,7 +1230,8 @@ fn room_errors_name_the_room_and_the_key() {
         ROOM_A.replace("id = \"drop\"", "id = \"drop2\"")
     ));
     assert!(
-        error_of(&same_place).starts_with("rooms[1].path: rooms[0] covers the same host"),
+        error_of(&same_place)
+            .starts_with("rooms[1].path: /drop (any host) is claimed by rooms[0].path"),
         "{}",
         error_of(&same_place)
     );

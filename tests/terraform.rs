@@ -654,6 +654,7 @@ fn what_needs_the_advanced_plan_is_sent_only_with_it_and_refused_without_it() {
         "custom_page_html",
         "queueing_method",
         "disable_session_renewal",
+        "additional_routes",
     ] {
         only_on_the_advanced_plan(attribute(room, key), key);
     }
@@ -668,6 +669,7 @@ fn what_needs_the_advanced_plan_is_sent_only_with_it_and_refused_without_it() {
         "turnstile_mode",
         "turnstile_action",
         "events",
+        "additional_routes",
     ] {
         assert!(
             validations(variable(&files, name)).any(|c| vars_in(c).contains("advanced_plan")),

@@ -26,6 +26,7 @@ module "room" {
   cookie_secure             = each.value.cookie_secure
   default_template_language = each.value.default_template_language
   enabled_origin_commands   = each.value.enabled_origin_commands
+  additional_routes         = each.value.additional_routes
   bypass_rules              = each.value.bypass_rules
   events                    = each.value.events
   turnstile_mode            = each.value.turnstile_mode

@@ -41,6 +41,10 @@ variable "rooms" {
     cookie_secure             = optional(string)
     default_template_language = optional(string)
     enabled_origin_commands   = optional(list(string))
+    additional_routes = optional(list(object({
+      host = string
+      path = optional(string, "/")
+    })))
     bypass_rules = optional(list(object({
       expression  = string
       description = optional(string, "")

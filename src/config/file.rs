@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::masking::{masked_secret, masked_url};
 
+mod room_rules;
+pub use room_rules::{RouteSection, RuleSection};
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
@@ -62,6 +65,10 @@ pub struct ListenSection {
     pub pid_file: Option<String>,
     /// Proxies (load balancers, CDNs) whose X-Forwarded-For is believed, as addresses or ranges.
     pub trusted_proxies: Vec<String>,
+    /// The header a trusted proxy names the client's country in (Cloudflare's `CF-IPCountry`),
+    /// for rules on `countries`; read only from a peer in `trusted_proxies`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub country_header: Option<String>,
     /// Host names served besides the room's `host`: once a room names a host, requests for any
     /// other host are refused (421).
     pub hosts: Vec<String>,
@@ -94,6 +101,7 @@ impl Default for ListenSection {
             key: None,
             grace_period: "10s".into(),
             trusted_proxies: Vec::new(),
+            country_header: None,
             upgrade_socket: None,
             pid_file: None,
             hosts: Vec::new(),
@@ -185,7 +193,8 @@ impl<'de> Deserialize<'de> for RoomEntry {
     }
 }
 
-/// The room: every key but `id`, `host` and `path` can be changed live through the admin API.
+/// The room: every key but `id`, `host`, `path` and `routes` can be changed live through the
+/// admin API.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoomSection {
@@ -196,6 +205,10 @@ pub struct RoomSection {
     pub host: Option<String>,
     #[serde(default = "defaults::path")]
     pub path: String,
+    /// More host and path prefixes behind the same line, capacity and passes (Cloudflare's
+    /// `additional_routes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteSection>,
     pub total_active_users: u64,
     pub new_users_per_minute: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -252,6 +265,10 @@ pub struct RoomSection {
     /// Scheduled drops; `[[room.events]]` in the file, /admin/events live.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventSection>,
+    /// `[[room.rules]]`: bypass, protect or block by conditions on the request; the first rule
+    /// that holds decides, before the bypass lists above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<RuleSection>,
 }
 
 /// One scheduled event (Cloudflare's waiting room event, same names). Times are RFC 3339.

@@ -52,6 +52,8 @@ pub enum Answer {
     EntryRequired,
     /// A members-only line and a token that does not hold.
     EntryRefused(EntryRefusal),
+    /// A `block` rule of the room holds for the request: 403, nothing forwarded.
+    Blocked,
 }
 
 /// The challenge a newcomer is asked.
@@ -129,6 +131,7 @@ impl Decision {
             Decision::Answer(Answer::EntryRequired | Answer::EntryRefused(_)) => {
                 Outcome::Challenged
             }
+            Decision::Answer(Answer::Blocked) => Outcome::Blocked,
         }
     }
 }

@@ -35,6 +35,7 @@ use crate::entry::EntryVerifier;
 use crate::observe::Outcome;
 use crate::request::client::network_key;
 use crate::request::crawler;
+use crate::request::rules::{self, Action, Rule};
 use crate::request::view::Request;
 use crate::room::Room;
 use crate::store::{RevokeReason, StoreError};
@@ -103,21 +104,57 @@ impl Gate {
             .entry
             .as_ref()
             .and_then(|verifier| Some((verifier, crate::entry::token_in(req.query)?)));
-        let decision = if settings.bypass.iter().any(|p| p.matches(req.path)) {
+        let ruled = self.ruled(req, &settings.rules);
+        let bypasses = Bypasses(ruled.is_none());
+        let decision = if ruled == Some(Action::Block) {
+            Decision::Answer(Answer::Blocked)
+        } else if ruled == Some(Action::Bypass)
+            || (bypasses.0 && settings.bypass.iter().any(|p| p.matches(req.path)))
+        {
             Decision::Forward(Forward::plain(Outcome::Bypassed))
         } else if let Some((verifier, token)) = entry_token {
             self.enter(verifier, &token, req, &settings).await
         } else {
-            self.visit_with(req, &settings, ChallengeAnswer::None).await
+            self.visit_with(req, &settings, ChallengeAnswer::None, bypasses)
+                .await
         };
         self.counted(decision, settings)
+    }
+
+    /// The action of the first of `rules` that holds for `req`, counted by rule.
+    fn ruled(&self, req: &Request<'_>, rules: &[Rule]) -> Option<Action> {
+        let (_, rule) = rules::first_holding(rules, req)?;
+        self.room
+            .metrics
+            .rule_held(&rule.label, rule.action.as_str(), true);
+        Some(rule.action)
+    }
+
+    /// Whether a block rule that speaks of the visitor alone (no paths) holds for one of the
+    /// room's own `/__waitroom/` requests: a blocked network must not join the line through
+    /// the status or take a pass through the challenge's answer either.
+    pub fn blocks_reserved(&self, req: &Request<'_>) -> Option<Decided> {
+        let settings = self.settings();
+        let rule = reserved_block(&settings, req)?;
+        self.room
+            .metrics
+            .rule_held(&rule.label, rule.action.as_str(), true);
+        Some(self.counted(Decision::Answer(Answer::Blocked), settings))
+    }
+
+    /// [`Gate::blocks_reserved`] without counting: the front door leaves a blocked stream
+    /// request to the proxy, which answers and counts it.
+    pub fn would_block_reserved(&self, req: &Request<'_>) -> bool {
+        reserved_block(&self.settings(), req).is_some()
     }
 
     /// The decision for the visitor alone, whatever path it asked for: the JSON status and the
     /// answer to the challenge speak for the room's protected route.
     pub async fn visit(&self, req: &Request<'_>, answer: ChallengeAnswer) -> Decided {
         let settings = self.settings();
-        let decision = self.visit_with(req, &settings, answer).await;
+        let decision = self
+            .visit_with(req, &settings, answer, Bypasses(true))
+            .await;
         self.counted(decision, settings)
     }
 
@@ -131,8 +168,9 @@ impl Gate {
         req: &Request<'_>,
         settings: &RoomSettings,
         answer: ChallengeAnswer,
+        bypasses: Bypasses,
     ) -> Decision {
-        if bypassed(settings, req) {
+        if bypasses.0 && bypassed(settings, req) {
             return Decision::Forward(Forward::plain(Outcome::Bypassed));
         }
         if settings.suspended {
@@ -517,6 +555,22 @@ fn resealed_ticket(mut decision: Decision, legacy: bool) -> Decision {
     }
     decision
 }
+
+/// The block rule (without paths) deciding a reserved request, if one does: the first rule
+/// without paths that holds, when it is a block.
+fn reserved_block<'s>(settings: &'s RoomSettings, req: &Request<'_>) -> Option<&'s Rule> {
+    settings
+        .rules
+        .iter()
+        .filter(|r| r.about_the_visitor_alone())
+        .find(|r| r.holds(req))
+        .filter(|r| r.action == Action::Block)
+}
+
+/// Whether the room's bypass lists (`bypass`, `bypass_ips`, headers, cookies, crawlers) apply:
+/// not when a rule decided (a `protect` rule holds the request in the room whatever they say).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bypasses(bool);
 
 /// Staff, monitoring, offices and verified search crawlers skip the room by address, header or
 /// cookie (not counted).

@@ -246,7 +246,7 @@ fn bench(room: &str, rest: &str) -> Bench {
     );
     Bench {
         gate,
-        route: room_config.route.clone(),
+        route: room_config.routes[0].clone(),
         admission,
         store,
         clock,

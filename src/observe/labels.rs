@@ -21,10 +21,12 @@ pub enum Outcome {
     Limited,
     /// Held a pass revoked for sharing (403).
     Revoked,
+    /// Refused by a `block` rule of the room (403).
+    Blocked,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Passed,
         Outcome::Admitted,
         Outcome::Queued,
@@ -34,6 +36,7 @@ impl Outcome {
         Outcome::Challenged,
         Outcome::Limited,
         Outcome::Revoked,
+        Outcome::Blocked,
     ];
 
     pub fn label(self) -> &'static str {
@@ -47,6 +50,7 @@ impl Outcome {
             Outcome::Limited => "limited",
             Outcome::Challenged => "challenged",
             Outcome::Revoked => "revoked",
+            Outcome::Blocked => "blocked",
         }
     }
 }

@@ -53,6 +53,7 @@ pub const NAMES: &[&str] = &[
     "waitroom_body_timeouts_total",
     "waitroom_client_address_unparsed_total",
     "waitroom_upgrades_refused_total",
+    "waitroom_rule_matches_total",
     "waitroom_origin_resolve_failures_total",
     "waitroom_origin_addresses",
 ];
@@ -143,6 +144,9 @@ pub struct Metrics {
     pub client_address_unparsed: IntCounter,
     /// Upgrades refused, by stage.
     upgrades_refused: [IntCounter; UpgradeRefusal::ALL.len()],
+    /// Requests each rule of `[[room.rules]]` held for: labelled by the rule's name, so the
+    /// family with this room's id, the rest given per rule (`rule_held`).
+    rule_matches: (IntCounterVec, String),
 }
 
 /// The origin's name as looked up in the background (`proxy::origin`): one origin for every
@@ -206,6 +210,7 @@ pub struct MetricsRegistry {
     body_timeouts: IntCounterVec,
     client_address_unparsed: IntCounterVec,
     upgrades_refused: IntCounterVec,
+    rule_matches: IntCounterVec,
     origin: OriginMetrics,
 }
 
@@ -441,6 +446,12 @@ impl MetricsRegistry {
                  origin answered 502 (response)",
                 &["room", "stage"],
             ),
+            rule_matches: counter(
+                "waitroom_rule_matches_total",
+                "Requests a rule of [[room.rules]] held for, by rule (its name, or rules[i]) and \
+                 action (bypass, protect, block)",
+                &["room", "rule", "action"],
+            ),
             origin,
             registry,
         }
@@ -511,6 +522,7 @@ impl MetricsRegistry {
                 self.upgrades_refused
                     .with_label_values(&with(stage.label()))
             }),
+            rule_matches: (self.rule_matches.clone(), id.to_owned()),
         }
     }
 
@@ -550,6 +562,15 @@ impl Metrics {
 
     pub fn upgrade_refused(&self, stage: UpgradeRefusal) {
         self.upgrades_refused[stage as usize].inc();
+    }
+
+    /// A rule held for a request (`inc`), or its series made at 0 (when the rule is set up).
+    pub fn rule_held(&self, rule: &str, action: &str, inc: bool) {
+        let (family, room) = &self.rule_matches;
+        let series = family.with_label_values(&[room.as_str(), rule, action]);
+        if inc {
+            series.inc();
+        }
     }
 
     /// One wait from ticket to admission: the histogram, and the longest so far.
@@ -615,6 +636,8 @@ mod tests {
         let families = MetricsRegistry::new();
         let m = families.room("r");
         m.request(Outcome::Passed);
+        // A room's rules' series exist once its rules are set up.
+        m.rule_held("rules[0]", "block", false);
         let mut registered: Vec<String> = families
             .registry
             .gather()

@@ -73,6 +73,8 @@ pub struct WaitroomProxy {
     addresses: Arc<OriginAddresses>,
     access_log: bool,
     trusted_proxies: Vec<Cidr>,
+    /// `listen.country_header`: read only from a trusted proxy.
+    country_header: Option<String>,
     /// The listener speaks TLS: what `X-Forwarded-Proto` says.
     tls: bool,
     streams: StreamBudget,
@@ -178,6 +180,7 @@ pub struct ProxySettings {
     pub addresses: Arc<OriginAddresses>,
     pub access_log: bool,
     pub trusted_proxies: Vec<Cidr>,
+    pub country_header: Option<String>,
     pub tls: bool,
     pub max_event_streams: usize,
     /// `listen.max_event_streams_per_ip`, if limited.
@@ -200,6 +203,7 @@ impl WaitroomProxy {
             addresses: settings.addresses,
             access_log: settings.access_log,
             trusted_proxies: settings.trusted_proxies,
+            country_header: settings.country_header,
             tls: settings.tls,
             streams: StreamBudget::new(
                 settings.max_event_streams,
@@ -228,6 +232,14 @@ impl WaitroomProxy {
 
     fn is_trusted(&self, ip: IpAddr) -> bool {
         self.trusted_proxies.iter().any(|c| c.contains(ip))
+    }
+
+    /// Whether the peer itself is a trusted proxy, whose country header is believed.
+    fn peer_trusted(&self, session: &Session) -> bool {
+        session
+            .client_addr()
+            .and_then(|a| a.as_inet())
+            .is_some_and(|a| self.is_trusted(a.ip()))
     }
 
     /// Notes what goes to the origin: the canonical request, whatever was decided, not the
@@ -520,8 +532,10 @@ impl ProxyHttp for Hooks {
             self.forwarding(ctx, req, &canonical);
             return Ok(false);
         };
-        let request =
-            Request::new(&canonical, &req.headers, client_ip).with_unparsed_client(unparsed);
+        let request = Request::new(&canonical, &req.headers, client_ip)
+            .with_unparsed_client(unparsed)
+            .with_method(&req.method)
+            .with_country_from(self.country_header.as_deref(), self.peer_trusted(session));
         let decided = front.gate.decide(&request).await;
         ctx.decision = Logged::Gate(decided.decision.outcome());
         let reply = match &decided.decision {

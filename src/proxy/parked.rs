@@ -80,7 +80,15 @@ impl WaitroomProxy {
             front.room.metrics.client_address_unparsed.inc();
         }
         let request = Request::new(&canonical, &req.headers, client.and_then(ClientAddress::ip))
-            .with_unparsed_client(unparsed);
+            .with_unparsed_client(unparsed)
+            .with_method(&req.method)
+            .with_country_from(
+                self.country_header.as_deref(),
+                peer.is_some_and(|ip| self.is_trusted(ip)),
+            );
+        if front.gate.would_block_reserved(&request) {
+            return None;
+        }
         let watch = front.gate.watch(&request);
         Some(Claimed {
             room,

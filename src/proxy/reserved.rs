@@ -58,12 +58,21 @@ impl WaitroomProxy {
                 .send(session, head_only)
                 .await;
         };
-        let request = Request::new(
-            &canonical,
-            &session.req_header().headers,
-            client.and_then(ClientAddress::ip),
-        )
-        .with_unparsed_client(client == Some(ClientAddress::Unparsed));
+        let req = session.req_header();
+        let request = Request::new(&canonical, &req.headers, client.and_then(ClientAddress::ip))
+            .with_unparsed_client(client == Some(ClientAddress::Unparsed))
+            .with_method(&req.method)
+            .with_country_from(self.country_header.as_deref(), self.peer_trusted(session));
+        // Leaving stays open to anyone: it only gives a place back.
+        if reserved != Reserved::Leave
+            && let Some(blocked) = front.gate.blocks_reserved(&request)
+        {
+            return front
+                .responder
+                .status(&blocked)
+                .send(session, head_only)
+                .await;
+        }
         let reply = match reserved {
             Reserved::Status => {
                 let decided = front.gate.visit(&request, ChallengeAnswer::None).await;

@@ -1,5 +1,5 @@
-//! Which requests a room covers: an optional host and a path prefix (on the canonical request),
-//! and the path patterns of bypass rules.
+//! Which requests a room covers: its routes, each an optional host and a path prefix (on the
+//! canonical request), and the path patterns of bypass rules.
 
 /// A path pattern where `*` matches any run of characters (slashes included).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +32,7 @@ impl PathPattern {
 }
 
 /// Iterative wildcard match with single-star backtracking: linear in practice, no recursion.
-fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
@@ -78,7 +78,8 @@ impl Route {
 }
 
 /// The rooms' routes, most specific first: a request belongs to the first that covers it, so a
-/// room naming the request's host comes before one for any host, then the longest path prefix.
+/// route naming the request's host comes before one for any host, then the longest path prefix,
+/// whichever room each belongs to (a room's routes are ranked one by one, not as a block).
 #[derive(Debug, Clone, Default)]
 pub struct Routes {
     /// (room index, route), most specific first.
@@ -86,8 +87,13 @@ pub struct Routes {
 }
 
 impl Routes {
-    pub fn new(routes: impl IntoIterator<Item = Route>) -> Self {
-        let mut ordered: Vec<(usize, Route)> = routes.into_iter().enumerate().collect();
+    /// `rooms`: each room's routes, in the rooms' order (the index a match answers).
+    pub fn new<R: IntoIterator<Item = Route>>(rooms: impl IntoIterator<Item = R>) -> Self {
+        let mut ordered: Vec<(usize, Route)> = rooms
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, routes)| routes.into_iter().map(move |r| (i, r)))
+            .collect();
         ordered.sort_by_key(|(i, r)| (r.host.is_none(), std::cmp::Reverse(r.path.len()), *i));
         Self { ordered }
     }
@@ -159,11 +165,11 @@ mod tests {
             path: path.into(),
         };
         let routes = Routes::new([
-            route(None, "/"),
-            route(None, "/drop"),
-            route(None, "/drop/sneakers"),
-            route(Some("tickets.example"), "/"),
-            route(Some("shop.example"), "/drop"),
+            [route(None, "/")],
+            [route(None, "/drop")],
+            [route(None, "/drop/sneakers")],
+            [route(Some("tickets.example"), "/")],
+            [route(Some("shop.example"), "/drop")],
         ]);
         assert_eq!(
             routes.room_for(Some("shop.example"), "/drop/sneakers/42"),
@@ -176,8 +182,37 @@ mod tests {
         assert_eq!(routes.room_for(None, "/drop/shirts"), Some(1));
         assert_eq!(routes.room_for(Some("tickets.example"), "/drop"), Some(3));
         assert_eq!(routes.room_for(Some("shop.example"), "/cart"), Some(0));
-        let narrow = Routes::new([route(Some("shop.example"), "/drop")]);
+        let narrow = Routes::new([[route(Some("shop.example"), "/drop")]]);
         assert_eq!(narrow.room_for(Some("shop.example"), "/cart"), None);
         assert_eq!(narrow.room_for(None, "/drop"), None);
+    }
+
+    #[test]
+    fn every_route_of_a_room_leads_to_it_and_the_most_specific_wins_across_rooms() {
+        let route = |path: &str| Route {
+            host: Some("shop.example".into()),
+            path: path.into(),
+        };
+        // Room 0 holds the drop and its checkout; room 1 the whole shop; room 2 one product
+        // inside room 0's prefix.
+        let routes = Routes::new(vec![
+            vec![route("/drop"), route("/cart"), route("/checkout")],
+            vec![route("/")],
+            vec![route("/drop/raffle")],
+        ]);
+        let room = |path| routes.room_for(Some("shop.example"), path);
+        assert_eq!(room("/drop/shoes"), Some(0));
+        assert_eq!(room("/cart"), Some(0));
+        assert_eq!(room("/checkout/pay"), Some(0));
+        assert_eq!(room("/drop/raffle/1"), Some(2));
+        assert_eq!(room("/account"), Some(1));
+        assert_eq!(room("/Cart"), Some(1), "prefixes are case-sensitive");
+        assert_eq!(
+            routes
+                .rooms_on(Some("shop.example"))
+                .filter(|i| *i == 0)
+                .count(),
+            3
+        );
     }
 }

@@ -174,7 +174,14 @@ pub struct Request<'a> {
     /// visitor in the budget all such visitors share.
     pub unparsed_client: bool,
     pub headers: &'a http::HeaderMap,
+    pub method: &'a http::Method,
+    /// The client's country as a trusted proxy named it (`listen.country_header`); None when
+    /// the peer is not a trusted proxy, the header is missing or repeated.
+    pub country: Option<&'a str>,
 }
+
+/// A request's method until the proxy says which (`Request::with_method`).
+static GET: http::Method = http::Method::GET;
 
 impl<'a> Request<'a> {
     pub fn new(
@@ -189,7 +196,23 @@ impl<'a> Request<'a> {
             client_ip,
             unparsed_client: false,
             headers,
+            method: &GET,
+            country: None,
         }
+    }
+
+    pub fn with_method(mut self, method: &'a http::Method) -> Self {
+        self.method = method;
+        self
+    }
+
+    /// The country a trusted proxy named in `header`: read only when `trusted` (the peer is one
+    /// of `listen.trusted_proxies`), and only from a single line of two letters.
+    pub fn with_country_from(mut self, header: Option<&str>, trusted: bool) -> Self {
+        self.country = header
+            .filter(|_| trusted)
+            .and_then(|name| country_in(self.headers, name));
+        self
     }
 
     /// The request of a visitor whose address a trusted proxy wrote unreadably (or not).
@@ -215,6 +238,17 @@ impl<'a> Request<'a> {
                     .any(|kv| kv == "waitingroom_json=1" || kv == "waitingroom_json=true")
             })
     }
+}
+
+/// A single `name` line of two ASCII letters: a country code. A repeated line means someone
+/// besides the trusted proxy wrote one, so neither is believed.
+fn country_in<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
+    let mut lines = headers.get_all(name).iter();
+    let (Some(only), None) = (lines.next(), lines.next()) else {
+        return None;
+    };
+    let code = only.to_str().ok()?.trim();
+    (code.len() == 2 && code.bytes().all(|b| b.is_ascii_alphabetic())).then_some(code)
 }
 
 /// The first cookie of that name in any Cookie line (HTTP/2 clients send one line per cookie),

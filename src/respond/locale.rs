@@ -91,6 +91,9 @@ pub struct FailureTexts {
     /// 403: a members-only line (`[entry]`) and no valid entry token.
     pub members_only: &'static str,
     pub members_only_message: &'static str,
+    /// 403: a `block` rule of the room (`[[room.rules]]`) holds for the request.
+    pub blocked: &'static str,
+    pub blocked_message: &'static str,
 }
 
 /// The forms of a text that counts, one per CLDR plural category (whole numbers), as the

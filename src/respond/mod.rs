@@ -125,6 +125,16 @@ impl Responder {
             Answer::Entered { target, then } => self.entered(settings, target, then, format),
             Answer::EntryRequired => self.members_only(None, format),
             Answer::EntryRefused(refused) => self.members_only(Some(*refused), format),
+            Answer::Blocked => self.blocked(format),
+        }
+    }
+
+    /// A `block` rule held: 403, the page in the visitor's language (no cookie is set or
+    /// cleared: the rule, not the visitor's state, refused it).
+    fn blocked(&self, format: Format) -> Reply {
+        match format {
+            Format::Json => Reply::json(403, &serde_json::json!({ "error": "blocked" })),
+            Format::Page(locale) => self.error_page_in(403, Failure::Blocked, locale),
         }
     }
 

@@ -135,6 +135,8 @@ pub enum Failure {
     Shared,
     /// 403: the line is for signed-in customers (`[entry]`), and no valid token came.
     MembersOnly,
+    /// 403: a `block` rule of the room holds for the request.
+    Blocked,
 }
 
 pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
@@ -274,6 +276,7 @@ pub fn render_error(view: &ErrorView) -> Result<String, askama::Error> {
         }
         Failure::Shared => (t.shared, t.shared_message.to_owned()),
         Failure::MembersOnly => (t.members_only, t.members_only_message.to_owned()),
+        Failure::Blocked => (t.blocked, t.blocked_message.to_owned()),
     };
     ErrorPage {
         b: &view.look.branding,
@@ -828,6 +831,7 @@ mod tests {
                 retry_after_secs: 5,
             },
             Failure::Shared,
+            Failure::Blocked,
         ];
         for locale in Locale::ALL {
             let t = &locale.texts().failure;
@@ -860,6 +864,8 @@ mod tests {
                 assert_ne!(t.not_answering, english.not_answering, "{locale:?}");
                 assert_ne!(t.too_slow_message, english.too_slow_message, "{locale:?}");
                 assert_ne!(t.retry, english.retry, "{locale:?}");
+                assert_ne!(t.blocked, english.blocked, "{locale:?}");
+                assert_ne!(t.blocked_message, english.blocked_message, "{locale:?}");
             }
         }
         Ok(())

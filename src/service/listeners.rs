@@ -81,15 +81,16 @@ pub(super) fn public(
     let proxy = Arc::new(WaitroomProxy::new(
         fronts,
         ProxySettings {
-            routes: Routes::new(config.rooms.iter().map(|r| r.route.clone())),
+            routes: Routes::new(config.rooms.iter().map(|r| r.routes.clone())),
             sites: Sites::new(
-                config.rooms.iter().map(|r| r.route.host.as_deref()),
+                config.rooms.iter().map(|r| r.routes[0].host.as_deref()),
                 &config.hosts,
             ),
             origin: config.origin.clone(),
             addresses: origin,
             access_log: config.log.access,
             trusted_proxies: config.trusted_proxies.clone(),
+            country_header: config.country_header.clone(),
             tls: config.tls.is_some(),
             max_event_streams: capacity.max_event_streams,
             max_event_streams_per_ip: listener

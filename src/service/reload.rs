@@ -157,8 +157,9 @@ impl Reloader {
         for (i, (was, is)) in running.iter().zip(fresh_rooms).enumerate() {
             for (key, same) in [
                 ("id", was.id == is.id),
-                ("host", was.route.host == is.route.host),
-                ("path", was.route.path == is.route.path),
+                ("host", was.routes[0].host == is.routes[0].host),
+                ("path", was.routes[0].path == is.routes[0].path),
+                ("routes", was.routes == is.routes),
             ] {
                 if !same {
                     return Err(ReloadError::Fixed {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::admin::RoomAdmin;
+use super::admin::{RoomAdmin, RuleReach};
 use super::start::StartError;
 use crate::clock::SharedClock;
 use crate::config::Config;
@@ -57,6 +57,11 @@ pub(super) fn assemble(
         .with_autopilot(room_config.autopilot.clone())
         .with_pass_limits(config.pass.limits),
     );
+    // Each rule's series exists from the start, at 0: `rate()` needs a sample before the first.
+    for rule in &room_config.settings.rules {
+        room.metrics
+            .rule_held(&rule.label, rule.action.as_str(), false);
+    }
     if !reached {
         // Down from the first moment (gauge, /readyz), not only after the loop's first tick.
         room.health
@@ -103,7 +108,16 @@ pub(super) fn assemble(
     };
     let room_loop = Arc::new(RoomLoop::new(room.clone(), start));
     Ok(AssembledRoom {
-        admin: RoomAdmin::new(room.clone(), gate.clone(), room_loop.clone()),
+        admin: RoomAdmin::new(
+            room.clone(),
+            gate.clone(),
+            room_loop.clone(),
+            RuleReach {
+                routes: room_config.routes.clone(),
+                country_known: config.country_header.is_some()
+                    && !config.trusted_proxies.is_empty(),
+            },
+        ),
         front: Front {
             room,
             gate,

@@ -12,6 +12,8 @@ resource "cloudflare_waiting_room" "room" {
   description = var.description
   host        = var.host
   path        = var.path
+  # More routes behind the same line and capacity (Advanced plan; refused without it).
+  additional_routes = var.advanced_plan ? var.additional_routes : null
 
   total_active_users   = var.total_active_users
   new_users_per_minute = var.new_users_per_minute

@@ -219,6 +219,26 @@ variable "enabled_origin_commands" {
   }
 }
 
+variable "additional_routes" {
+  description = "More host and path prefixes behind this room's line and capacity (drop.toml room.routes); Waiting Room Advanced plan."
+  type = list(object({
+    host = string
+    path = optional(string, "/")
+  }))
+  default  = []
+  nullable = false
+
+  validation {
+    condition     = var.advanced_plan || length(var.additional_routes) == 0
+    error_message = "additional_routes needs Cloudflare's Waiting Room Advanced plan: set advanced_plan = true if the zone has it."
+  }
+
+  validation {
+    condition     = alltrue([for route in var.additional_routes : startswith(route.path, "/")])
+    error_message = "every additional route's path starts with '/'."
+  }
+}
+
 variable "bypass_rules" {
   description = "Traffic that skips the room and is not counted: Cloudflare rule expressions (drop.toml room.bypass)."
   type = list(object({

@@ -85,6 +85,7 @@ pub(crate) struct Listen {
     pub tls: Option<ListenTls>,
     pub grace_period: Duration,
     pub trusted_proxies: Vec<Cidr>,
+    pub country_header: Option<String>,
     pub upgrade_socket: Option<PathBuf>,
     pub pid_file: Option<PathBuf>,
     pub hosts: Vec<String>,
@@ -127,6 +128,20 @@ pub(crate) fn listen(listen: &ListenSection, env: &dyn Environment) -> Result<Li
             .iter()
             .map(|c| Cidr::parse(c).map_err(|e| invalid("listen.trusted_proxies", e)))
             .collect::<Result<_, _>>()?,
+        country_header: listen
+            .country_header
+            .as_deref()
+            .map(|name| {
+                http::HeaderName::from_bytes(name.trim().as_bytes())
+                    .map(|n| n.as_str().to_owned())
+                    .map_err(|_| {
+                        invalid(
+                            "listen.country_header",
+                            format!("{name:?} is not a header name"),
+                        )
+                    })
+            })
+            .transpose()?,
         upgrade_socket: non_empty_path("listen.upgrade_socket", listen.upgrade_socket.as_deref())?
             .or_else(|| in_runtime_dir(UPGRADE_SOCKET_NAME)),
         pid_file: non_empty_path("listen.pid_file", listen.pid_file.as_deref())?

@@ -15,6 +15,7 @@ mod proof;
 mod rate_limit;
 mod room;
 mod rooms;
+mod rules;
 mod secrets;
 mod store;
 mod turnstile;
@@ -43,7 +44,7 @@ pub(crate) use room::check_room_id;
 pub use room::{
     EventNow, QueueingMethod, RoomEvent, RoomSettings, merge_patch, merge_patch_named, new_event,
 };
-pub use rooms::{RoomConfig, RoomPlace};
+pub use rooms::{RoomConfig, RoomPlace, rules_can_hold};
 pub use secrets::{
     ENV_ADMIN_TOKEN, ENV_ENTRY_SECRET, ENV_JWT_SECRET, ENV_TURNSTILE_SECRET, MIN_SECRET_BYTES,
     mask_room,
@@ -111,6 +112,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Peers whose X-Forwarded-For names the client.
     pub trusted_proxies: Vec<Cidr>,
+    /// `listen.country_header`, lower case: where a trusted proxy names the client's country.
+    pub country_header: Option<String>,
     pub threads: usize,
     pub tls: Option<ListenTls>,
     /// How long SIGTERM (or a hand-over) lets requests in flight finish.
@@ -444,7 +447,7 @@ impl Config {
         if !errors.is_empty() {
             return Err(ConfigError::all(errors));
         }
-        if rooms.iter().any(|r| r.route.host.is_none()) && !listen.hosts.is_empty() {
+        if rooms.iter().any(|r| r.routes[0].host.is_none()) && !listen.hosts.is_empty() {
             warnings.push(
                 "listen.hosts has no effect while a room has no host: every host is served".into(),
             );
@@ -455,6 +458,7 @@ impl Config {
             tls: listen.tls,
             grace_period: listen.grace_period,
             trusted_proxies: listen.trusted_proxies,
+            country_header: listen.country_header,
             upgrade_socket: listen.upgrade_socket,
             pid_file: listen.pid_file,
             hosts: listen.hosts,

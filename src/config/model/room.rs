@@ -14,6 +14,7 @@ use crate::core::room::{Limits, Pick, Placing};
 use crate::core::schedule::{self, EventTimes, Phase};
 use crate::request::client::Cidr;
 use crate::request::route::PathPattern;
+use crate::request::rules::Rule;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -196,6 +197,8 @@ pub struct RoomSettings {
     pub revoke_command_enabled: bool,
     pub lottery_window: Duration,
     pub events: Vec<RoomEvent>,
+    /// `[[room.rules]]`, in order: the first that holds decides, before the bypass lists.
+    pub rules: Vec<Rule>,
     /// Set on the settings in effect at a moment (`at`): the event governing the room then.
     pub event: Option<EventNow>,
     /// The file form these were made from, for patches and echoes.
@@ -297,6 +300,7 @@ impl RoomSettings {
             revoke_command_enabled: commands.contains(&OriginCommand::Revoke),
             lottery_window: duration("room.lottery_window", &s.lottery_window)?,
             events,
+            rules: super::rules::rules(&s.rules)?,
             event: None,
             section: s.clone(),
         })
@@ -377,7 +381,7 @@ impl RoomSettings {
         let serde_json::Value::Object(changes) = patch else {
             return Err(invalid("body", "must be a JSON object of [room] keys"));
         };
-        for fixed in ["id", "host", "path"] {
+        for fixed in ["id", "host", "path", "routes"] {
             if changes.contains_key(fixed) {
                 return Err(invalid(
                     &format!("room.{fixed}"),
@@ -497,7 +501,7 @@ fn set_aside(section: &RoomSection, key: &str) -> Option<RoomSection> {
     let mut value = serde_json::to_value(section).ok()?;
     let fields = value.as_object_mut()?;
     match field {
-        "id" | "host" | "path" => return None,
+        "id" | "host" | "path" | "routes" => return None,
         "total_active_users" | "new_users_per_minute" => {
             fields.insert(field.to_owned(), 1.into());
         }

@@ -1,21 +1,28 @@
 //! The rooms: `[room]`, the one-room shorthand, or `[[rooms]]`, each with everything a `[room]`
 //! has and its own page and autopilot. Each is validated on its own (its errors name
-//! `rooms[i].key`), then together: ids and (host, path) pairs are unique.
+//! `rooms[i].key`), then together: ids are unique, and no route (host and path prefix) is
+//! claimed by two rooms.
 
 use std::path::Path;
 
 use super::Branding;
 use super::autopilot::{self, AutopilotConfig};
 use super::room::check_room_id;
-use super::{ConfigError, PageTemplate, RoomSettings, canonical, invalid, page, page_template};
-use crate::config::file::{AutopilotSection, ConfigFile, PageSection, RoomEntry, RoomSection};
+use super::{
+    ConfigError, PageTemplate, RoomSettings, canonical, invalid, page, page_template, rules,
+};
+use crate::config::file::{
+    AutopilotSection, ConfigFile, ListenSection, PageSection, RoomEntry, RoomSection, RouteSection,
+};
 use crate::request::route::Route;
+use crate::request::rules::Rule;
 
 /// One room, validated.
 #[derive(Debug, Clone)]
 pub struct RoomConfig {
     pub id: String,
-    pub route: Route,
+    /// The room's own host and path first, then `routes`: one line, capacity and pass over all.
+    pub routes: Vec<Route>,
     /// As configured (file); the admin API changes them live.
     pub settings: RoomSettings,
     pub branding: Branding,
@@ -25,6 +32,29 @@ pub struct RoomConfig {
     /// The room's cookie: `pass.cookie_name` for `[room]`; `{cookie_name}-{id}` with `[[rooms]]`,
     /// so that one room's cookie never overwrites another's.
     pub cookie_name: String,
+}
+
+impl RoomConfig {
+    /// What the room covers and what each of its rules does, in words, for `--test`.
+    pub fn explained(&self) -> Vec<String> {
+        let routes: Vec<String> = self.routes.iter().map(describe).collect();
+        let mut lines = vec![match routes.as_slice() {
+            [one] => format!("room {:?} covers {one}", self.id),
+            many => format!(
+                "room {:?} covers {}: one line and one capacity; a pass got on any of them \
+                 serves them all (its cookie is the host's, Path=/)",
+                self.id,
+                many.join(", ")
+            ),
+        }];
+        lines.extend(
+            self.settings
+                .rules
+                .iter()
+                .map(|rule| format!("room {:?} {}", self.id, rules::explain(rule))),
+        );
+        lines
+    }
 }
 
 /// Where a room's sections are in the file, for the keys its errors name: `room.x` of a
@@ -91,6 +121,7 @@ pub(crate) fn rooms(
     base_dir: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<RoomConfig>, ConfigError> {
+    let country_known = country_known(&file.listen);
     let rooms = match (&file.room, file.rooms.as_slice()) {
         (Some(_), [_, ..]) => {
             return Err(invalid(
@@ -105,6 +136,7 @@ pub(crate) fn rooms(
             ));
         }
         (Some(room), []) => vec![one_room(
+            country_known,
             room,
             &file.page,
             &file.autopilot,
@@ -118,6 +150,7 @@ pub(crate) fn rooms(
             let mut errors = Vec::new();
             for (i, entry) in entries.iter().enumerate() {
                 match one_room(
+                    country_known,
                     &entry.room,
                     entry.page.as_ref().unwrap_or(&file.page),
                     entry.autopilot.as_ref().unwrap_or(&file.autopilot),
@@ -140,7 +173,9 @@ pub(crate) fn rooms(
     Ok(rooms)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn one_room(
+    country_known: bool,
     section: &RoomSection,
     page_section: &PageSection,
     autopilot_section: &AutopilotSection,
@@ -169,6 +204,14 @@ fn one_room(
     );
     let mut path = None;
     keep(canonical::room_path(&section.path).map(|p| path = Some(p)));
+    let mut more_routes: Vec<(usize, Route)> = Vec::new();
+    for (i, route) in section.routes.iter().enumerate() {
+        keep(
+            more_route(section, i, route)
+                .and_then(|r| distinct_in_room(section, &more_routes, r, i))
+                .map(|r| more_routes.push((i, r))),
+        );
+    }
     let mut settings = None;
     keep(RoomSettings::from_section_all(section).map(|s| settings = Some(s)));
     let mut branding = None;
@@ -198,16 +241,71 @@ fn one_room(
             Some(branding),
             Some(template),
             Some(autopilot),
-        ) if errors.is_empty() => Ok(RoomConfig {
-            id,
-            route: Route { host, path },
-            branding,
-            template,
-            autopilot,
-            settings,
-            cookie_name,
-        }),
+        ) if errors.is_empty() => {
+            let room = RoomConfig {
+                id,
+                routes: std::iter::once(Route { host, path })
+                    .chain(more_routes.into_iter().map(|(_, r)| r))
+                    .collect(),
+                branding,
+                template,
+                autopilot,
+                settings,
+                cookie_name,
+            };
+            rules_can_hold(&room.routes, &room.settings.rules, country_known)
+                .map_err(|e| place.rename(e))?;
+            Ok(room)
+        }
         _ => Err(ConfigError::all(errors)),
+    }
+}
+
+/// A rule sees only its room's requests, and a country only from a trusted proxy's header: a
+/// rule whose paths lie outside every route of the room, or that asks for a country nobody
+/// names, would never hold.
+/// Whether a country can ever be known: a trusted proxy names it in `listen.country_header`.
+fn country_known(listen: &ListenSection) -> bool {
+    listen.country_header.is_some() && !listen.trusted_proxies.is_empty()
+}
+
+/// `rules` (the file's, or a live change's) refused where one could never hold in the room of
+/// `room_routes`; `country_known`: some trusted proxy names a country.
+pub fn rules_can_hold(
+    room_routes: &[Route],
+    rules: &[Rule],
+    country_known: bool,
+) -> Result<(), ConfigError> {
+    let mut errors = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let far = rules::unreachable_paths(rule, room_routes);
+        if !far.is_empty() {
+            let routes: Vec<String> = room_routes.iter().map(describe).collect();
+            errors.push(invalid(
+                &format!("room.rules[{i}].paths"),
+                format!(
+                    "{} lie outside every route of the room ({}): the rule sees only the \
+                     room's requests, so these could never match",
+                    far.iter()
+                        .map(|p| format!("{:?}", p.as_str()))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    routes.join("; ")
+                ),
+            ));
+        }
+        if !rule.when.countries.is_empty() && !country_known {
+            errors.push(invalid(
+                &format!("room.rules[{i}].countries"),
+                "no country is ever known: set listen.country_header (e.g. \"CF-IPCountry\") \
+                 and list the proxy that sets it in listen.trusted_proxies; a country header \
+                 from anyone else is not believed",
+            ));
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(()),
+        false => Err(ConfigError::all(errors)),
     }
 }
 
@@ -230,28 +328,120 @@ fn unanchored(key: &str, patterns: &[String], what: &str) -> Vec<String> {
         .collect()
 }
 
-/// Two rooms with one id would share their keys in the store; two with one host and path would
-/// leave a request to a coin toss.
+/// `room.routes[i]`: a path prefix on the room's host. A pass is a host-only cookie (no
+/// `Domain`, so that no other site under the same domain receives it): a browser never sends a
+/// pass got on one host to another, so a route on a second host could share the room's line and
+/// capacity but not its passes. Refused, with where to put such a path instead.
+fn more_route(section: &RoomSection, i: usize, route: &RouteSection) -> Result<Route, ConfigError> {
+    let key = format!("room.routes[{i}]");
+    let host = route
+        .host
+        .as_deref()
+        .map(|h| canonical::host(&format!("{key}.host"), h))
+        .transpose()?;
+    let room_host = section
+        .host
+        .as_deref()
+        .map(|h| canonical::host("room.host", h))
+        .transpose()?;
+    let host = match (host, room_host) {
+        (None, room_host) => room_host,
+        (Some(host), Some(room_host)) if host == room_host => Some(host),
+        (Some(host), room_host) => {
+            return Err(invalid(
+                &format!("{key}.host"),
+                format!(
+                    "{host:?} is not the room's host ({}): a pass is a cookie of one host,                      which the browser never sends to another, so a pass got on one would not                      serve the other; leave host out (the room's), or give {host} a room of its                      own",
+                    room_host.as_deref().unwrap_or("any host")
+                ),
+            ));
+        }
+    };
+    let path = canonical::room_path(&route.path).map_err(|e| match e {
+        ConfigError::Invalid { reason, .. } => invalid(&format!("{key}.path"), reason),
+        other => other,
+    })?;
+    Ok(Route { host, path })
+}
+
+/// A route the room already has (its own or an earlier one of `routes`) would say nothing new:
+/// refused as the slip it is.
+fn distinct_in_room(
+    section: &RoomSection,
+    earlier: &[(usize, Route)],
+    route: Route,
+    i: usize,
+) -> Result<Route, ConfigError> {
+    let key = format!("room.routes[{i}]");
+    let own_host = section
+        .host
+        .as_deref()
+        .and_then(|h| canonical::host("room.host", h).ok());
+    if route.path == section.path && route.host == own_host {
+        return Err(invalid(
+            &key,
+            format!(
+                "repeats the room's own host and path ({})",
+                describe(&route)
+            ),
+        ));
+    }
+    match earlier.iter().find(|(_, r)| *r == route) {
+        Some((j, _)) => Err(invalid(
+            &key,
+            format!("repeats room.routes[{j}] ({})", describe(&route)),
+        )),
+        None => Ok(route),
+    }
+}
+
+/// A route in words: `shop.example/cart`, or `/cart (any host)`.
+pub fn describe(route: &Route) -> String {
+    match &route.host {
+        Some(host) => format!("{host}{}", route.path),
+        None => format!("{} (any host)", route.path),
+    }
+}
+
+/// Two rooms with one id would share their keys in the store; two claiming one route (the same
+/// host and path prefix) would leave a request to a coin toss.
 fn distinct(rooms: &[RoomConfig]) -> Result<(), ConfigError> {
+    let mut errors = Vec::new();
     for (j, later) in rooms.iter().enumerate() {
         for (i, earlier) in rooms[..j].iter().enumerate() {
             if later.id == earlier.id {
-                return Err(invalid(
+                errors.push(invalid(
                     &format!("rooms[{j}].id"),
                     format!("{:?} is the id of rooms[{i}] too", later.id),
                 ));
             }
-            if later.route == earlier.route {
-                return Err(invalid(
-                    &format!("rooms[{j}].path"),
+            for (k, route) in later.routes.iter().enumerate() {
+                let Some(m) = earlier.routes.iter().position(|r| r == route) else {
+                    continue;
+                };
+                errors.push(invalid(
+                    &route_key(j, k),
                     format!(
-                        "rooms[{i}] covers the same host ({}) and path ({:?})",
-                        later.route.host.as_deref().unwrap_or("any"),
-                        later.route.path
+                        "{} is claimed by {} of room {:?} too: a request there would belong to \
+                         two rooms; give it to one of them",
+                        describe(route),
+                        route_key(i, m),
+                        earlier.id
                     ),
                 ));
             }
         }
     }
-    Ok(())
+    match errors.is_empty() {
+        true => Ok(()),
+        false => Err(ConfigError::all(errors)),
+    }
+}
+
+/// Where route `k` of room `j` is written: the room's own `path`, or an entry of its `routes`.
+fn route_key(j: usize, k: usize) -> String {
+    match k {
+        0 => format!("rooms[{j}].path"),
+        k => format!("rooms[{j}].routes[{}]", k - 1),
+    }
 }

@@ -118,4 +118,7 @@ pub fn mask_room(room: &mut RoomSection) {
     for rule in &mut room.bypass_cookies {
         *rule = bypass::masked(rule, '=');
     }
+    for rule in &mut room.rules {
+        super::rules::mask(rule);
+    }
 }

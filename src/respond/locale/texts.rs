@@ -60,6 +60,8 @@ pub(super) const EN_US: Texts = Texts {
         shared_message: "A pass admits one person. This one was used from more networks than one person uses in a session, so it was ended everywhere. Reload the page to join the line again.",
         members_only: "This line is for signed-in customers",
         members_only_message: "Sign in to the shop, then follow its link back here to take your place in line.",
+        blocked: "Access to this page is blocked",
+        blocked_message: "The shop does not let requests like this one through. If you think this is a mistake, please contact the shop.",
     },
 };
 
@@ -120,6 +122,8 @@ pub(super) const ES_ES: Texts = Texts {
         shared_message: "Un pase es para una persona. Este se ha usado desde más redes de las que usa una persona en una sesión, así que se ha anulado en todas partes. Recarga la página para volver a la fila.",
         members_only: "Esta fila es para clientes con sesión iniciada",
         members_only_message: "Inicia sesión en la tienda y vuelve aquí con su enlace para ocupar tu lugar en la fila.",
+        blocked: "El acceso a esta página está bloqueado",
+        blocked_message: "La tienda no admite solicitudes como esta. Si crees que es un error, ponte en contacto con la tienda.",
     },
 };
 
@@ -181,6 +185,8 @@ pub(super) const FR_FR: Texts = Texts {
         shared_message: "Un accès est valable pour une personne. Celui-ci a été utilisé depuis plus de réseaux qu’une personne n’en utilise en une session\u{a0}; il a donc été annulé partout. Rechargez la page pour rejoindre la file.",
         members_only: "Cette file est réservée aux clients connectés",
         members_only_message: "Connectez-vous à la boutique, puis revenez ici par son lien pour prendre votre place dans la file.",
+        blocked: "L’accès à cette page est bloqué",
+        blocked_message: "La boutique n’accepte pas les requêtes comme celle-ci. Si vous pensez qu’il s’agit d’une erreur, contactez la boutique.",
     },
 };
 
@@ -242,6 +248,8 @@ pub(super) const DE_DE: Texts = Texts {
         shared_message: "Ein Zugang gilt für eine Person. Dieser wurde aus mehr Netzwerken verwendet, als eine Person in einer Sitzung nutzt, und wurde daher überall beendet. Laden Sie die Seite neu, um sich wieder anzustellen.",
         members_only: "Diese Warteschlange ist für angemeldete Kunden",
         members_only_message: "Melden Sie sich im Shop an und kehren Sie über seinen Link hierher zurück, um Ihren Platz einzunehmen.",
+        blocked: "Der Zugriff auf diese Seite ist gesperrt",
+        blocked_message: "Der Shop lässt Anfragen wie diese nicht zu. Wenn Sie glauben, dass es sich um einen Fehler handelt, wenden Sie sich bitte an den Shop.",
     },
 };
 
@@ -302,6 +310,8 @@ pub(super) const IT_IT: Texts = Texts {
         shared_message: "Un accesso vale per una persona. Questo è stato usato da più reti di quante ne usi una persona in una sessione, quindi è stato chiuso ovunque. Ricarica la pagina per rimetterti in coda.",
         members_only: "Questa coda è riservata ai clienti che hanno effettuato l’accesso",
         members_only_message: "Accedi al negozio, poi torna qui dal suo link per prendere il tuo posto in coda.",
+        blocked: "L’accesso a questa pagina è bloccato",
+        blocked_message: "Il negozio non accetta richieste come questa. Se pensi che si tratti di un errore, contatta il negozio.",
     },
 };
 
@@ -360,6 +370,8 @@ pub(super) const JA_JP: Texts = Texts {
         shared_message: "入場パスは 1 人用です。このパスは 1 回のセッションで 1 人が使うよりも多くのネットワークから使われたため、すべての場所で無効になりました。ページを再読み込みして、もう一度列に並んでください。",
         members_only: "この列はログインしたお客様専用です",
         members_only_message: "ショップにログインし、そのリンクからここに戻って列に並んでください。",
+        blocked: "このページへのアクセスはブロックされています",
+        blocked_message: "このショップでは、このようなリクエストを受け付けていません。誤りだと思われる場合は、ショップにお問い合わせください。",
     },
 };
 
@@ -420,6 +432,8 @@ pub(super) const PT_BR: Texts = Texts {
         shared_message: "Um acesso vale para uma pessoa. Este foi usado em mais redes do que uma pessoa usa em uma sessão, por isso foi encerrado em todos os lugares. Recarregue a página para entrar na fila de novo.",
         members_only: "Esta fila é para clientes conectados",
         members_only_message: "Entre na loja e volte aqui pelo link dela para ocupar seu lugar na fila.",
+        blocked: "O acesso a esta página está bloqueado",
+        blocked_message: "A loja não aceita solicitações como esta. Se você acha que isso é um erro, entre em contato com a loja.",
     },
 };
 
@@ -477,6 +491,8 @@ pub(super) const ZH_CN: Texts = Texts {
         shared_message: "一张通行证只供一人使用。这张通行证在一次会话中使用的网络多于一个人会使用的数量，因此已在所有地方失效。请重新加载页面以重新排队。",
         members_only: "此队列仅限已登录的顾客",
         members_only_message: "请先登录商店，再通过其链接回到这里排队。",
+        blocked: "此页面的访问已被阻止",
+        blocked_message: "本商店不接受此类请求。如果您认为这是误判，请联系商店。",
     },
 };
 
@@ -534,6 +550,8 @@ pub(super) const KO_KR: Texts = Texts {
         shared_message: "입장권은 한 사람용입니다. 이 입장권은 한 사람이 한 세션에서 쓰는 것보다 많은 네트워크에서 사용되어 모든 곳에서 종료되었습니다. 페이지를 새로 고쳐 다시 대기열에 참여하세요.",
         members_only: "이 대기열은 로그인한 고객 전용입니다",
         members_only_message: "쇼핑몰에 로그인한 뒤 쇼핑몰의 링크를 통해 이곳으로 돌아와 대기열에 참여하세요.",
+        blocked: "이 페이지에 대한 접근이 차단되었습니다",
+        blocked_message: "이 상점은 이와 같은 요청을 허용하지 않습니다. 오류라고 생각되면 상점에 문의하세요.",
     },
 };
 
@@ -591,6 +609,8 @@ pub(super) const ZH_TW: Texts = Texts {
         shared_message: "一張通行證只供一人使用。這張通行證使用的網路多於一個人在一次工作階段中會用到的數量，因此已在所有地方失效。請重新載入頁面以重新排隊。",
         members_only: "此佇列僅限已登入的顧客",
         members_only_message: "請先登入商店，再透過其連結回到這裡排隊。",
+        blocked: "此頁面的存取已被封鎖",
+        blocked_message: "本商店不接受此類請求。如果您認為這是誤判，請聯絡商店。",
     },
 };
 
@@ -649,6 +669,8 @@ pub(super) const NL_NL: Texts = Texts {
         shared_message: "Een toegangsbewijs geldt voor één persoon. Dit bewijs is vanaf meer netwerken gebruikt dan één persoon in een sessie gebruikt en is daarom overal beëindigd. Laad de pagina opnieuw om weer in de rij te gaan staan.",
         members_only: "Deze rij is voor ingelogde klanten",
         members_only_message: "Log in bij de winkel en kom via de link van de winkel hier terug om uw plaats in de rij in te nemen.",
+        blocked: "De toegang tot deze pagina is geblokkeerd",
+        blocked_message: "De winkel laat verzoeken zoals dit niet toe. Denkt u dat dit een vergissing is, neem dan contact op met de winkel.",
     },
 };
 
@@ -718,6 +740,8 @@ pub(super) const PL_PL: Texts = Texts {
         shared_message: "Przepustka jest dla jednej osoby. Ta była używana w większej liczbie sieci, niż jedna osoba używa w jednej sesji, więc została wszędzie unieważniona. Odśwież stronę, aby ponownie dołączyć do kolejki.",
         members_only: "Ta kolejka jest dla zalogowanych klientów",
         members_only_message: "Zaloguj się w sklepie, a potem wróć tu przez jego link, aby zająć miejsce w kolejce.",
+        blocked: "Dostęp do tej strony jest zablokowany",
+        blocked_message: "Sklep nie przyjmuje takich żądań. Jeśli uważasz, że to pomyłka, skontaktuj się ze sklepem.",
     },
 };
 
@@ -775,6 +799,8 @@ pub(super) const ID_ID: Texts = Texts {
         shared_message: "Satu akses untuk satu orang. Akses ini dipakai dari lebih banyak jaringan daripada yang dipakai satu orang dalam satu sesi, jadi akses ini diakhiri di mana-mana. Muat ulang halaman untuk mengantre lagi.",
         members_only: "Antrean ini untuk pelanggan yang sudah masuk",
         members_only_message: "Masuk ke toko, lalu ikuti tautannya kembali ke sini untuk mengambil tempat dalam antrean.",
+        blocked: "Akses ke halaman ini diblokir",
+        blocked_message: "Toko ini tidak menerima permintaan seperti ini. Jika Anda merasa ini keliru, hubungi toko.",
     },
 };
 
@@ -833,6 +859,8 @@ pub(super) const TR_TR: Texts = Texts {
         shared_message: "Bir geçiş bir kişi içindir. Bu geçiş, bir kişinin bir oturumda kullandığından daha fazla ağdan kullanıldığı için her yerde sonlandırıldı. Sıraya yeniden katılmak için sayfayı yenileyin.",
         members_only: "Bu sıra oturum açmış müşteriler içindir",
         members_only_message: "Mağazada oturum açın, ardından sıradaki yerinizi almak için mağazanın bağlantısıyla buraya dönün.",
+        blocked: "Bu sayfaya erişim engellendi",
+        blocked_message: "Mağaza bu tür istekleri kabul etmiyor. Bunun bir hata olduğunu düşünüyorsanız mağazayla iletişime geçin.",
     },
 };
 
@@ -910,6 +938,8 @@ pub(super) const AR_EG: Texts = Texts {
         shared_message: "التصريح لشخص واحد. استُخدم هذا التصريح من شبكات أكثر مما يستخدمه شخص واحد في جلسة واحدة، لذلك أُلغي في كل مكان. أعد تحميل الصفحة للانضمام إلى الطابور من جديد.",
         members_only: "هذا الطابور للعملاء المسجلين الدخول",
         members_only_message: "سجّل الدخول إلى المتجر، ثم عد إلى هنا عبر الرابط الخاص به لتأخذ مكانك في الطابور.",
+        blocked: "تم حظر الوصول إلى هذه الصفحة",
+        blocked_message: "لا يقبل المتجر طلبات مثل هذا الطلب. إذا كنت تعتقد أن هذا خطأ، فيُرجى التواصل مع المتجر.",
     },
 };
 
@@ -979,6 +1009,8 @@ pub(super) const RU_RU: Texts = Texts {
         shared_message: "Пропуск рассчитан на одного человека. Этот пропуск использовался из большего числа сетей, чем один человек использует за сеанс, поэтому он отменён везде. Обновите страницу, чтобы снова встать в очередь.",
         members_only: "Эта очередь для покупателей, вошедших в аккаунт",
         members_only_message: "Войдите в магазин, а затем вернитесь сюда по его ссылке, чтобы занять место в очереди.",
+        blocked: "Доступ к этой странице заблокирован",
+        blocked_message: "Магазин не принимает такие запросы. Если вы считаете, что это ошибка, свяжитесь с магазином.",
     },
 };
 
@@ -1037,6 +1069,8 @@ pub(super) const FA_IR: Texts = Texts {
         shared_message: "هر مجوز برای یک نفر است. این مجوز از شبکه‌هایی بیش از آنچه یک نفر در یک نشست استفاده می‌کند به کار رفت، پس همه‌جا باطل شد. برای پیوستن دوباره به صف، صفحه را دوباره بارگیری کنید.",
         members_only: "این صف برای مشتریانی است که وارد حساب خود شده‌اند",
         members_only_message: "وارد فروشگاه شوید، سپس با پیوند آن به اینجا برگردید تا جایتان را در صف بگیرید.",
+        blocked: "دسترسی به این صفحه مسدود شده است",
+        blocked_message: "این فروشگاه درخواست‌هایی مانند این را نمی‌پذیرد. اگر فکر می‌کنید اشتباهی رخ داده است، با فروشگاه تماس بگیرید.",
     },
 };
 
@@ -1095,6 +1129,8 @@ pub(super) const BG_BG: Texts = Texts {
         shared_message: "Пропускът е за един човек. Този е използван от повече мрежи, отколкото един човек ползва за една сесия, затова е прекратен навсякъде. Презаредете страницата, за да се наредите отново.",
         members_only: "Тази опашка е за влезли в профила си клиенти",
         members_only_message: "Влезте в магазина и се върнете тук чрез неговата връзка, за да заемете място на опашката.",
+        blocked: "Достъпът до тази страница е блокиран",
+        blocked_message: "Магазинът не приема заявки като тази. Ако смятате, че това е грешка, свържете се с магазина.",
     },
 };
 
@@ -1160,6 +1196,8 @@ pub(super) const HR_HR: Texts = Texts {
         shared_message: "Propusnica vrijedi za jednu osobu. Ova je korištena s više mreža nego što jedna osoba koristi u jednoj sesiji, pa je poništena posvuda. Ponovno učitajte stranicu da biste se vratili u red.",
         members_only: "Ovaj red je za prijavljene kupce",
         members_only_message: "Prijavite se u trgovinu, a zatim se vratite ovamo putem njezine poveznice da biste zauzeli mjesto u redu.",
+        blocked: "Pristup ovoj stranici je blokiran",
+        blocked_message: "Trgovina ne prihvaća ovakve zahtjeve. Ako mislite da je riječ o pogrešci, obratite se trgovini.",
     },
 };
 
@@ -1225,6 +1263,8 @@ pub(super) const CS_CZ: Texts = Texts {
         shared_message: "Propustka platí pro jednoho člověka. Tato byla použita z více sítí, než jeden člověk použije za jednu relaci, a proto byla všude ukončena. Znovu načtěte stránku a zařaďte se do fronty.",
         members_only: "Tato fronta je pro přihlášené zákazníky",
         members_only_message: "Přihlaste se do obchodu a pak se vraťte sem přes jeho odkaz, abyste zaujali místo ve frontě.",
+        blocked: "Přístup na tuto stránku je zablokován",
+        blocked_message: "Obchod takové požadavky nepřijímá. Pokud si myslíte, že jde o chybu, kontaktujte obchod.",
     },
 };
 
@@ -1283,6 +1323,8 @@ pub(super) const DA_DK: Texts = Texts {
         shared_message: "Et adgangsbevis gælder for én person. Dette blev brugt fra flere netværk, end én person bruger i en session, så det er afsluttet overalt. Genindlæs siden for at stille dig i kø igen.",
         members_only: "Denne kø er for kunder, der er logget ind",
         members_only_message: "Log ind i butikken, og følg derefter dens link tilbage hertil for at få din plads i køen.",
+        blocked: "Adgangen til denne side er blokeret",
+        blocked_message: "Butikken tillader ikke forespørgsler som denne. Hvis du mener, at det er en fejl, så kontakt butikken.",
     },
 };
 
@@ -1341,6 +1383,8 @@ pub(super) const FI_FI: Texts = Texts {
         shared_message: "Pääsylippu on yhdelle henkilölle. Tätä käytettiin useammasta verkosta kuin yksi henkilö käyttää yhden istunnon aikana, joten se lopetettiin kaikkialla. Lataa sivu uudelleen liittyäksesi jonoon uudestaan.",
         members_only: "Tämä jono on kirjautuneille asiakkaille",
         members_only_message: "Kirjaudu kauppaan ja palaa tänne sen linkin kautta saadaksesi paikan jonossa.",
+        blocked: "Pääsy tälle sivulle on estetty",
+        blocked_message: "Kauppa ei hyväksy tällaisia pyyntöjä. Jos uskot, että kyse on virheestä, ota yhteyttä kauppaan.",
     },
 };
 
@@ -1406,6 +1450,8 @@ pub(super) const LT_LT: Texts = Texts {
         shared_message: "Leidimas skirtas vienam žmogui. Šis buvo naudotas iš daugiau tinklų, nei vienas žmogus naudoja per seansą, todėl jis panaikintas visur. Iš naujo įkelkite puslapį, kad vėl stotumėte į eilę.",
         members_only: "Ši eilė skirta prisijungusiems klientams",
         members_only_message: "Prisijunkite prie parduotuvės, tada grįžkite čia per jos nuorodą ir užimkite vietą eilėje.",
+        blocked: "Prieiga prie šio puslapio užblokuota",
+        blocked_message: "Parduotuvė nepriima tokių užklausų. Jei manote, kad tai klaida, susisiekite su parduotuve.",
     },
 };
 
@@ -1463,6 +1509,8 @@ pub(super) const MS_MY: Texts = Texts {
         shared_message: "Satu pas untuk seorang. Pas ini digunakan dari lebih banyak rangkaian daripada yang digunakan oleh seorang dalam satu sesi, jadi ia ditamatkan di semua tempat. Muat semula halaman untuk menyertai barisan semula.",
         members_only: "Barisan ini untuk pelanggan yang telah log masuk",
         members_only_message: "Log masuk ke kedai, kemudian ikut pautannya kembali ke sini untuk mengambil tempat anda dalam barisan.",
+        blocked: "Akses ke halaman ini disekat",
+        blocked_message: "Kedai ini tidak menerima permintaan seperti ini. Jika anda rasa ini satu kesilapan, sila hubungi kedai.",
     },
 };
 
@@ -1521,6 +1569,8 @@ pub(super) const NB_NO: Texts = Texts {
         shared_message: "Et adgangsbevis gjelder for én person. Dette ble brukt fra flere nettverk enn én person bruker i en økt, så det er avsluttet overalt. Last inn siden på nytt for å stille deg i kø igjen.",
         members_only: "Denne køen er for innloggede kunder",
         members_only_message: "Logg inn i butikken, og følg lenken dens tilbake hit for å få plassen din i køen.",
+        blocked: "Tilgangen til denne siden er blokkert",
+        blocked_message: "Butikken slipper ikke gjennom forespørsler som denne. Hvis du mener dette er en feil, kontakt butikken.",
     },
 };
 
@@ -1586,6 +1636,8 @@ pub(super) const RO_RO: Texts = Texts {
         shared_message: "Un permis este pentru o persoană. Acesta a fost folosit din mai multe rețele decât folosește o persoană într-o sesiune, așa că a fost anulat peste tot. Reîncărcați pagina pentru a vă reașeza la coadă.",
         members_only: "Această coadă este pentru clienții autentificați",
         members_only_message: "Autentificați-vă în magazin, apoi reveniți aici prin linkul acestuia pentru a vă ocupa locul la coadă.",
+        blocked: "Accesul la această pagină este blocat",
+        blocked_message: "Magazinul nu acceptă cereri ca aceasta. Dacă credeți că este o greșeală, contactați magazinul.",
     },
 };
 
@@ -1644,6 +1696,8 @@ pub(super) const EL_GR: Texts = Texts {
         shared_message: "Μια άδεια είναι για ένα άτομο. Αυτή χρησιμοποιήθηκε από περισσότερα δίκτυα απ' όσα χρησιμοποιεί ένα άτομο σε μία συνεδρία, γι' αυτό τερματίστηκε παντού. Φορτώστε ξανά τη σελίδα για να μπείτε πάλι στην ουρά.",
         members_only: "Αυτή η ουρά είναι για συνδεδεμένους πελάτες",
         members_only_message: "Συνδεθείτε στο κατάστημα και επιστρέψτε εδώ μέσω του συνδέσμου του για να πάρετε θέση στην ουρά.",
+        blocked: "Η πρόσβαση σε αυτή τη σελίδα έχει αποκλειστεί",
+        blocked_message: "Το κατάστημα δεν δέχεται αιτήματα σαν αυτό. Αν πιστεύετε ότι πρόκειται για λάθος, επικοινωνήστε με το κατάστημα.",
     },
 };
 
@@ -1707,6 +1761,8 @@ pub(super) const HE_IL: Texts = Texts {
         shared_message: "אישור מיועד לאדם אחד. האישור הזה שימש ביותר רשתות ממה שאדם אחד משתמש בהפעלה אחת, ולכן בוטל בכל מקום. טענו מחדש את הדף כדי להצטרף שוב לתור.",
         members_only: "התור הזה מיועד ללקוחות מחוברים",
         members_only_message: "התחברו לחנות, ואז חזרו לכאן דרך הקישור שלה כדי לתפוס מקום בתור.",
+        blocked: "הגישה לדף זה חסומה",
+        blocked_message: "החנות אינה מקבלת בקשות כמו זו. אם נראה לך שזו טעות, אפשר לפנות לחנות.",
     },
 };
 
@@ -1765,6 +1821,8 @@ pub(super) const HI_IN: Texts = Texts {
         shared_message: "एक पास एक व्यक्ति के लिए है। यह पास एक सत्र में एक व्यक्ति जितने नेटवर्क इस्तेमाल करता है उससे ज़्यादा नेटवर्क से इस्तेमाल हुआ, इसलिए इसे हर जगह समाप्त कर दिया गया। कतार में फिर से जुड़ने के लिए पेज फिर से लोड करें।",
         members_only: "यह कतार साइन-इन किए हुए ग्राहकों के लिए है",
         members_only_message: "दुकान में साइन इन करें, फिर कतार में अपनी जगह लेने के लिए उसके लिंक से यहाँ लौटें।",
+        blocked: "इस पेज तक पहुँच अवरुद्ध है",
+        blocked_message: "यह दुकान इस तरह के अनुरोध स्वीकार नहीं करती। अगर आपको लगता है कि यह गलती है, तो दुकान से संपर्क करें।",
     },
 };
 
@@ -1823,6 +1881,8 @@ pub(super) const HU_HU: Texts = Texts {
         shared_message: "Egy belépő egy személyre szól. Ezt több hálózatról használták, mint amennyit egy ember egy munkamenetben használ, ezért mindenhol megszűnt. Töltse újra az oldalt, hogy ismét beálljon a sorba.",
         members_only: "Ez a sor a bejelentkezett vásárlóké",
         members_only_message: "Jelentkezzen be az üzletbe, majd térjen vissza ide annak hivatkozásán keresztül, hogy helyet foglaljon a sorban.",
+        blocked: "Az oldalhoz való hozzáférés le van tiltva",
+        blocked_message: "Az üzlet nem fogad el ilyen kéréseket. Ha úgy gondolja, hogy ez tévedés, forduljon az üzlethez.",
     },
 };
 
@@ -1888,6 +1948,8 @@ pub(super) const SR_BA: Texts = Texts {
         shared_message: "Пропусница важи за једну особу. Ова је коришћена са више мрежа него што једна особа користи у једној сесији, па је поништена свуда. Поново учитајте страницу да бисте се вратили у ред.",
         members_only: "Овај ред је за пријављене купце",
         members_only_message: "Пријавите се у продавницу, а затим се вратите овдје преко њеног линка да бисте заузели мјесто у реду.",
+        blocked: "Приступ овој страници је блокиран",
+        blocked_message: "Продавница не прихвата овакве захтјеве. Ако мислите да је ријеч о грешци, обратите се продавници.",
     },
 };
 
@@ -1953,6 +2015,8 @@ pub(super) const SK_SK: Texts = Texts {
         shared_message: "Priepustka platí pre jedného človeka. Táto bola použitá z viacerých sietí, než jeden človek použije počas jednej relácie, a preto bola všade zrušená. Znova načítajte stránku a zaraďte sa do radu.",
         members_only: "Tento rad je pre prihlásených zákazníkov",
         members_only_message: "Prihláste sa do obchodu a potom sa sem vráťte cez jeho odkaz, aby ste zaujali miesto v rade.",
+        blocked: "Prístup na túto stránku je zablokovaný",
+        blocked_message: "Obchod takéto požiadavky neprijíma. Ak si myslíte, že ide o chybu, kontaktujte obchod.",
     },
 };
 
@@ -2022,6 +2086,8 @@ pub(super) const SL_SI: Texts = Texts {
         shared_message: "Prepustnica velja za eno osebo. Ta je bila uporabljena iz več omrežij, kot jih en človek uporabi v eni seji, zato je bila povsod preklicana. Znova naložite stran, da se vrnete v vrsto.",
         members_only: "Ta vrsta je za prijavljene stranke",
         members_only_message: "Prijavite se v trgovino in se nato prek njene povezave vrnite sem, da zasedete mesto v vrsti.",
+        blocked: "Dostop do te strani je blokiran",
+        blocked_message: "Trgovina ne sprejema takšnih zahtev. Če menite, da gre za napako, se obrnite na trgovino.",
     },
 };
 
@@ -2080,6 +2146,8 @@ pub(super) const SV_SE: Texts = Texts {
         shared_message: "Ett inträde gäller för en person. Det här användes från fler nätverk än en person använder under en session, så det har avslutats överallt. Ladda om sidan för att ställa dig i kö igen.",
         members_only: "Den här kön är för inloggade kunder",
         members_only_message: "Logga in i butiken och följ sedan dess länk tillbaka hit för att få din plats i kön.",
+        blocked: "Åtkomsten till den här sidan är blockerad",
+        blocked_message: "Butiken släpper inte igenom förfrågningar som den här. Om du tror att det är ett misstag, kontakta butiken.",
     },
 };
 
@@ -2139,6 +2207,8 @@ pub(super) const TL_PH: Texts = Texts {
         shared_message: "Para sa isang tao ang isang pass. Ginamit ito mula sa mas maraming network kaysa ginagamit ng isang tao sa isang session, kaya tinapos ito saanman. I-reload ang page para pumila ulit.",
         members_only: "Para sa mga naka-sign in na customer ang pilang ito",
         members_only_message: "Mag-sign in sa tindahan, saka sundan ang link nito pabalik dito para makakuha ng puwesto sa pila.",
+        blocked: "Naka-block ang access sa pahinang ito",
+        blocked_message: "Hindi tumatanggap ang tindahan ng mga kahilingang tulad nito. Kung sa tingin mo ay mali ito, makipag-ugnayan sa tindahan.",
     },
 };
 
@@ -2196,6 +2266,8 @@ pub(super) const TH_TH: Texts = Texts {
         shared_message: "บัตรผ่านหนึ่งใบใช้ได้สำหรับหนึ่งคน บัตรนี้ถูกใช้จากเครือข่ายมากกว่าที่คนคนเดียวใช้ในหนึ่งเซสชัน จึงถูกยกเลิกทุกที่ โปรดโหลดหน้านี้ใหม่เพื่อเข้าคิวอีกครั้ง",
         members_only: "คิวนี้สำหรับลูกค้าที่ลงชื่อเข้าใช้แล้ว",
         members_only_message: "ลงชื่อเข้าใช้ร้านค้า แล้วกลับมาที่นี่ผ่านลิงก์ของร้านเพื่อรับลำดับในคิว",
+        blocked: "การเข้าถึงหน้านี้ถูกบล็อก",
+        blocked_message: "ร้านค้านี้ไม่รับคำขอลักษณะนี้ หากคุณคิดว่านี่เป็นความผิดพลาด โปรดติดต่อร้านค้า",
     },
 };
 
@@ -2265,6 +2337,8 @@ pub(super) const UK_UA: Texts = Texts {
         shared_message: "Перепустка розрахована на одну людину. Цю використали з більшої кількості мереж, ніж одна людина використовує за сеанс, тому її скасовано всюди. Перезавантажте сторінку, щоб знову стати в чергу.",
         members_only: "Ця черга для покупців, які увійшли в обліковий запис",
         members_only_message: "Увійдіть у магазин, а потім поверніться сюди за його посиланням, щоб зайняти місце в черзі.",
+        blocked: "Доступ до цієї сторінки заблоковано",
+        blocked_message: "Магазин не приймає такі запити. Якщо ви вважаєте, що це помилка, зверніться до магазину.",
     },
 };
 
@@ -2322,5 +2396,7 @@ pub(super) const VI_VN: Texts = Texts {
         shared_message: "Mỗi vé vào dành cho một người. Vé này đã được dùng từ nhiều mạng hơn số mạng một người dùng trong một phiên, nên đã bị hủy ở mọi nơi. Hãy tải lại trang để xếp hàng lại.",
         members_only: "Hàng chờ này dành cho khách đã đăng nhập",
         members_only_message: "Hãy đăng nhập vào cửa hàng, rồi theo liên kết của cửa hàng quay lại đây để nhận vị trí trong hàng.",
+        blocked: "Quyền truy cập trang này đã bị chặn",
+        blocked_message: "Cửa hàng không chấp nhận những yêu cầu như thế này. Nếu bạn cho rằng đây là nhầm lẫn, vui lòng liên hệ với cửa hàng.",
     },
 };

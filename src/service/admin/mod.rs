@@ -25,8 +25,8 @@ use pingora_core::server::ShutdownWatch;
 use pingora_http::ResponseHeader;
 use subtle::ConstantTimeEq;
 
-pub use room::RoomAdmin;
 use room::RoomRequest;
+pub use room::{RoomAdmin, RuleReach};
 
 use audit::{AuditLog, Caller, Change};
 use sessions::Sessions;

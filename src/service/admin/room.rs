@@ -10,10 +10,11 @@ use serde::Deserialize;
 use super::{ListenerState, error, parse_json, reloaded};
 use crate::config::RoomSettings;
 use crate::config::file::EventSection;
-use crate::config::model::{mask_room, merge_patch_named, new_event};
+use crate::config::model::{mask_room, merge_patch_named, new_event, rules_can_hold};
 use crate::core::room::RoomCounts;
 use crate::core::schedule::Phase;
 use crate::gate::Gate;
+use crate::request::route::Route;
 use crate::respond::reply::Reply;
 use crate::room::admission::{Published, RoomLoop};
 use crate::room::{Room, changes};
@@ -58,14 +59,28 @@ pub struct RoomAdmin {
     room: Arc<Room>,
     gate: Arc<Gate>,
     room_loop: Arc<RoomLoop>,
+    /// What a live change of the rules is checked against, as `--test` checks the file's.
+    reach: RuleReach,
+}
+
+/// The room's routes, and whether a trusted proxy names a country (`listen.country_header`).
+pub struct RuleReach {
+    pub routes: Vec<Route>,
+    pub country_known: bool,
 }
 
 impl RoomAdmin {
-    pub fn new(room: Arc<Room>, gate: Arc<Gate>, room_loop: Arc<RoomLoop>) -> Self {
+    pub fn new(
+        room: Arc<Room>,
+        gate: Arc<Gate>,
+        room_loop: Arc<RoomLoop>,
+        reach: RuleReach,
+    ) -> Self {
         Self {
             room,
             gate,
             room_loop,
+            reach,
         }
     }
 
@@ -335,6 +350,10 @@ impl RoomAdmin {
             Ok(s) => s,
             Err(e) => return error(400, e.to_string()),
         };
+        let reach = &self.reach;
+        if let Err(e) = rules_can_hold(&reach.routes, &settings.rules, reach.country_known) {
+            return error(400, e.to_string());
+        }
         let keys: Vec<&str> = patch
             .as_object()
             .map(|changes| changes.keys().map(String::as_str).collect())

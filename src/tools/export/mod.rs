@@ -6,6 +6,7 @@
 //! entry only needs its own fields.
 
 mod room;
+mod rules;
 #[cfg(test)]
 mod tests;
 

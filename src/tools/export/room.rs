@@ -6,6 +6,7 @@ use std::time::Duration;
 use hcl::{Attribute, Expression, Identifier, ObjectKey};
 
 use super::RoomExport;
+use super::rules::export_rules;
 use crate::config::file::{ConfigFile, PageSection, RoomSection};
 use crate::config::model::{ConfigError, SameSite, check_room_id, invalid};
 use crate::config::{QueueingMethod, RoomSettings};
@@ -48,6 +49,20 @@ pub(super) fn room_vars(
         ),
     }
     vars.push(Attribute::new("path", room.path.as_str()));
+    if !room.routes.is_empty() {
+        let routes = room.routes.iter().map(|route| {
+            let host = route.host.as_ref().or(room.host.as_ref());
+            vec![
+                ("host", text(host.map_or("", String::as_str))),
+                ("path", text(route.path.as_str())),
+            ]
+        });
+        vars.push(Attribute::new("additional_routes", objects(routes)));
+        advanced.push(format!(
+            "room.routes ({} more): Cloudflare's additional_routes",
+            room.routes.len()
+        ));
+    }
 
     for (key, value) in [
         ("total_active_users", settings.total_active_users),
@@ -188,10 +203,20 @@ pub(super) fn room_vars(
         .collect();
     vars.push(Attribute::new("enabled_origin_commands", commands));
 
+    // The rules first: Cloudflare's rules, like the proxy's, are taken in order.
+    let ruled = export_rules(&settings.rules);
+    notes.extend(ruled.notes.iter().cloned());
+    let by_rule = ruled.bypass.iter().map(|(description, expression)| {
+        vec![
+            ("description", text(description.as_str())),
+            ("expression", text(expression.as_str())),
+        ]
+    });
+    let guarded = |expression: String| text(ruled.guarded(&expression));
     let by_path = settings.bypass.iter().map(|pattern| {
         vec![
             ("description", text(format!("bypass {}", pattern.as_str()))),
-            ("expression", text(bypass_expression(pattern))),
+            ("expression", guarded(bypass_expression(pattern))),
         ]
     });
     let by_address = (!room.bypass_ips.is_empty()).then(|| {
@@ -199,7 +224,7 @@ pub(super) fn room_vars(
             ("description", text("bypass staff and monitoring addresses")),
             (
                 "expression",
-                text(format!("ip.src in {{{}}}", room.bypass_ips.join(" "))),
+                guarded(format!("ip.src in {{{}}}", room.bypass_ips.join(" "))),
             ),
         ]
     });
@@ -211,7 +236,7 @@ pub(super) fn room_vars(
         );
         vec![
             ("description", text(format!("bypass header {}", rule.name))),
-            ("expression", text(expression)),
+            ("expression", guarded(expression)),
         ]
     });
     let by_cookie = settings.bypass_cookies.iter().map(|rule| {
@@ -219,14 +244,18 @@ pub(super) fn room_vars(
             ("description", text(format!("bypass cookie {}", rule.name))),
             (
                 "expression",
-                text(format!(
+                guarded(format!(
                     "http.cookie contains {}",
                     rules_string(&format!("{}={}", rule.name, rule.value))
                 )),
             ),
         ]
     });
-    let bypass_rules = by_path.chain(by_address).chain(by_header).chain(by_cookie);
+    let bypass_rules = by_rule
+        .chain(by_path)
+        .chain(by_address)
+        .chain(by_header)
+        .chain(by_cookie);
     vars.push(Attribute::new("bypass_rules", objects(bypass_rules)));
     vars.push(Attribute::new("turnstile_mode", turnstile.mode));
     vars.push(Attribute::new("turnstile_action", turnstile.action));
@@ -460,7 +489,7 @@ pub(super) fn session_minutes(session: Duration) -> (u64, Option<String>) {
 }
 
 /// A Cloudflare Rules-language string literal.
-fn rules_string(text: &str) -> String {
+pub(super) fn rules_string(text: &str) -> String {
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 

@@ -526,3 +526,70 @@ fn the_proof_of_work_and_members_only_lines_have_no_counterpart_and_say_so() {
         members.notes
     );
 }
+
+#[test]
+fn routes_become_additional_routes_on_the_rooms_host_and_ask_for_the_advanced_plan() {
+    let out = export(
+        "host = \"shop.example.com\"\npath = \"/drop\"\n\
+         routes = [{ path = \"/cart\" }, { host = \"shop.example.com\", path = \"/checkout\" }]",
+        "",
+    );
+    let v = parsed(&out);
+    assert_eq!(
+        v["additional_routes"],
+        serde_json::json!([
+            {"host": "shop.example.com", "path": "/cart"},
+            {"host": "shop.example.com", "path": "/checkout"},
+        ])
+    );
+    assert!(
+        out.advanced.iter().any(|a| a.contains("room.routes")),
+        "{:?}",
+        out.advanced
+    );
+    assert_eq!(v["advanced_plan"], true);
+    let plain = parsed(&export("host = \"shop.example.com\"", ""));
+    assert!(plain.get("additional_routes").is_none(), "{plain}");
+}
+
+#[test]
+fn bypass_rules_are_exported_and_protect_and_block_rules_guard_the_bypasses_after_them() {
+    let out = export(
+        "bypass = [\"/drop/static/*\"]\n\
+         [[room.rules]]\nname = \"bad-range\"\naction = \"block\"\nnetworks = [\"203.0.113.0/24\"]\n\
+         [[room.rules]]\nname = \"preview\"\naction = \"bypass\"\nmethods = [\"GET\"]\n\
+         query = { preview = \"0123456789abcdef\" }\n\
+         [[room.rules]]\nname = \"checkout-assets\"\naction = \"protect\"\n\
+         paths = [\"/drop/static/checkout/*\"]\ncountries = [\"de\"]",
+        "[listen]\ntrusted_proxies = [\"10.0.0.0/8\"]\ncountry_header = \"CF-IPCountry\"",
+    );
+    let v = parsed(&out);
+    let rules = v["bypass_rules"].as_array().unwrap();
+    let block = "not (ip.src in {203.0.113.0/24})";
+    assert_eq!(rules[0]["description"], "rule preview");
+    let arg = "http.request.uri.args[\"preview\"][*] eq \"0123456789abcdef\"";
+    assert_eq!(
+        rules[0]["expression"],
+        format!("(http.request.method in {{\"GET\"}} and (any({arg}) and all({arg}))) and {block}")
+    );
+    let protect = "not ((starts_with(http.request.uri.path, \"/drop/static/checkout/\")) and \
+                   ip.src.country in {\"DE\"})";
+    assert_eq!(
+        rules[1]["expression"],
+        format!(
+            "(starts_with(http.request.uri.path, \"/drop/static/\")) and {block} and {protect}"
+        )
+    );
+    assert_eq!(
+        rules.len(),
+        2,
+        "the block and protect rules are not bypass rules"
+    );
+    assert_eq!(
+        notes_about(&out, "\"bad-range\" (block)").len(),
+        1,
+        "{:?}",
+        out.notes
+    );
+    assert_eq!(notes_about(&out, "\"checkout-assets\" (protect)").len(), 1);
+}
