@@ -93,6 +93,32 @@ pub struct FailureTexts {
     pub members_only_message: &'static str,
 }
 
+/// The waiting page's queue id and leave button, the page after leaving, and the notice of the
+/// visitor's turn (issue 28); their tables are the block at the end of `texts.rs`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VisitorTexts {
+    pub queue_id: &'static str,
+    /// Under the queue id: what it is for.
+    pub queue_id_note: &'static str,
+    pub leave: &'static str,
+    /// Shown once the visitor asks to leave, above the button that does it.
+    pub leave_confirm: &'static str,
+    pub leave_yes: &'static str,
+    pub left_heading: &'static str,
+    pub left_message: &'static str,
+    pub rejoin: &'static str,
+    /// The opt-in: a browser notification when the turn comes while the tab is hidden.
+    pub notify: &'static str,
+    pub notify_on: &'static str,
+    /// Notifications refused or missing: the tab's title alone will say it.
+    pub notify_title_only: &'static str,
+    pub notify_sound: &'static str,
+    /// The notification, and the tab's title once it is the visitor's turn.
+    pub turn_title: &'static str,
+    pub turn_body: &'static str,
+}
+
 /// The forms of a text that counts, one per CLDR plural category (whole numbers), as the
 /// browser's `Intl.PluralRules` names them for the page's script. `other` is the one every
 /// language has, and what a category without its own form falls back to.
@@ -176,6 +202,10 @@ use texts::*;
 
 /// The pages' side of a language: an inherent impl beside the texts it reads.
 impl Locale {
+    pub fn visitor_texts(self) -> &'static VisitorTexts {
+        texts::visitor(self)
+    }
+
     pub fn texts(self) -> &'static Texts {
         match self {
             Locale::EnUs => &EN_US,
@@ -274,6 +304,7 @@ impl Locale {
         ScriptTexts {
             locale: self.tag(),
             texts: self.texts(),
+            visitor: self.visitor_texts(),
         }
     }
 }
@@ -284,6 +315,8 @@ pub struct ScriptTexts {
     pub locale: &'static str,
     #[serde(flatten)]
     pub texts: &'static Texts,
+    #[serde(flatten)]
+    pub visitor: &'static VisitorTexts,
 }
 
 #[cfg(test)]
@@ -418,6 +451,11 @@ mod tests {
         walk(
             "failure",
             &serde_json::to_value(&t.failure).unwrap_or_default(),
+            &mut out,
+        );
+        walk(
+            "visitor",
+            &serde_json::to_value(locale.visitor_texts()).unwrap_or_default(),
             &mut out,
         );
         out
