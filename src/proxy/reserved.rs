@@ -69,7 +69,10 @@ impl WaitroomProxy {
                 let decided = front.gate.visit(&request, ChallengeAnswer::None).await;
                 front.responder.status(&decided)
             }
-            Reserved::Leave => front.responder.left(front.gate.leave(&request).await),
+            Reserved::Leave => {
+                let left = front.gate.leave(&request).await;
+                front.responder.left(left, &front.gate.settings(), &request)
+            }
             Reserved::Turnstile => match front.gate.answer_challenge(&request, &body).await {
                 Answered::NoChallenge => Responder::not_here(Reserved::Unknown),
                 Answered::Malformed(e) => {
