@@ -255,3 +255,43 @@ async fn on_redis_any_instance_finds_and_frees_a_visitor() {
         "the one inside and c: {keys}"
     );
 }
+
+/// POST /__waitroom/leave with this cookie and these headers: the status.
+async fn post_leave(base: &str, cookie: &str, headers: &[(&str, &str)]) -> u16 {
+    let mut req = reqwest::Client::new()
+        .post(format!("{base}/__waitroom/leave"))
+        .header("cookie", format!("waitroom={cookie}"));
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    req.send().await.unwrap().status().as_u16()
+}
+
+/// A rival's page posting to the leave endpoint with the visitor's browser leaves nobody, even
+/// with the cookie attached (a browser attaches it when the room's cookie is `SameSite=None`);
+/// the room's own page does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sites_page_cannot_make_a_visitor_leave() {
+    let proxy = TestProxy::start(ROOM);
+    assert!(proxy.visitor().get("/drop").await.reached_origin());
+    let mut v = proxy.visitor();
+    let (_, queue_id) = waiting(&mut v).await;
+    let cookie = v.cookie.clone().unwrap();
+    for rival in [
+        ("sec-fetch-site", "cross-site"),
+        ("origin", "https://rival.example"),
+        ("origin", "null"),
+    ] {
+        assert_eq!(
+            post_leave(&proxy.base, &cookie, &[rival]).await,
+            403,
+            "{rival:?}"
+        );
+        let (_, found) = look_up(&proxy.admin, &queue_id).await;
+        assert_eq!(found["state"], "waiting", "{rival:?} made it leave");
+    }
+    let own = proxy.base.clone();
+    let same = [("origin", own.as_str()), ("sec-fetch-site", "same-origin")];
+    assert_eq!(post_leave(&proxy.base, &cookie, &same).await, 200);
+    assert_eq!(look_up(&proxy.admin, &queue_id).await.0, 404);
+}
