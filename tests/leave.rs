@@ -295,3 +295,36 @@ async fn another_sites_page_cannot_make_a_visitor_leave() {
     assert_eq!(post_leave(&proxy.base, &cookie, &same).await, 200);
     assert_eq!(look_up(&proxy.admin, &queue_id).await.0, 404);
 }
+
+/// With the store down, a browser's leave is answered by a page that says to try again (the
+/// place is kept), not by JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leave_the_store_cannot_take_says_so_in_a_page() {
+    let mut redis = RedisServer::start();
+    let mut proxies = TestProxy::sharing_redis(
+        1,
+        &redis.url(),
+        Sections {
+            room: ROOM,
+            ..Sections::default()
+        },
+    );
+    let proxy = proxies.remove(0);
+    assert!(proxy.visitor().get("/drop").await.reached_origin());
+    let mut v = proxy.visitor();
+    waiting(&mut v).await;
+    redis.kill();
+    let html = "text/html,application/xhtml+xml,*/*;q=0.8";
+    let refused = v
+        .request(reqwest::Method::POST, "/__waitroom/leave", Some(html))
+        .await;
+    assert_eq!(refused.status, 503);
+    assert!(
+        refused
+            .header("content-type")
+            .unwrap_or("")
+            .starts_with("text/html")
+    );
+    assert!(refused.body.contains("Please try again in a moment."));
+    assert!(v.cookie.is_some(), "the ticket is kept");
+}

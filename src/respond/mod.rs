@@ -211,10 +211,12 @@ impl Responder {
             && req
                 .header(http::header::ACCEPT)
                 .is_some_and(|accept| accept.contains("text/html"));
+        let accept_language = req.header(http::header::ACCEPT_LANGUAGE);
+        let locale = self.look.branding.language.locale_for(accept_language);
         match left {
+            // The store did not answer: the place is kept, the visitor may try again.
+            Err(_) if navigated => self.error_page_in(503, Failure::Status, locale),
             Ok(_) if navigated => {
-                let accept_language = req.header(http::header::ACCEPT_LANGUAGE);
-                let locale = self.look.branding.language.locale_for(accept_language);
                 let view = LeftView {
                     look: &self.look,
                     locale,
