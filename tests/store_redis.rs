@@ -14,7 +14,8 @@ use async_trait::async_trait;
 use waitroom::clock::{Clock, ManualClock, Millis};
 use waitroom::core::autopilot::{Exchange, Setpoint, Signal, window_start};
 use waitroom::core::ip_limit::{IpClaim, IpLimits, RETAIN_LIVE_MS};
-use waitroom::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use waitroom::core::queue_id::QueueId;
+use waitroom::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoundReport};
 use waitroom::core::sharing::{MINUTE_MS, SharedUse};
 use waitroom::store::redis::{RedisOptions, RedisStore, TimeSource};
 use waitroom::store::{
@@ -74,6 +75,9 @@ impl Store for Served {
     }
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
         self.store.leave_queue(id).await
+    }
+    async fn find_visitor(&self, q: QueueId) -> StoreResult<Option<FoundVisitor>> {
+        self.store.find_visitor(q).await
     }
     async fn claim_ticket(&self, ip: &str, t: &str, l: &IpLimits) -> StoreResult<IpClaim> {
         self.store.claim_ticket(ip, t, l).await
@@ -733,6 +737,8 @@ async fn a_redis_cluster_passes_the_conformance_checks() {
     check!(
         direct_admission_until_full,
         joins_are_counted_once_per_visitor,
+        a_called_visitor_joining_again_keeps_its_call,
+        a_visitor_is_found_by_its_queue_id_until_it_is_gone,
         joining_is_idempotent_and_positions_are_exact,
         fifo_rounds_call_in_order_and_the_claim_is_a_pass,
         the_rate_is_held,

@@ -10,6 +10,7 @@ pub mod history;
 pub mod ip_limit;
 pub mod proof;
 pub mod queue;
+pub mod queue_id;
 pub mod room;
 pub mod schedule;
 pub mod sharing;

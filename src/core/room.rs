@@ -15,6 +15,7 @@ use crate::clock::Millis;
 use crate::core::bucket::TokenBucket;
 use crate::core::expiring::ExpiringSet;
 use crate::core::queue::{OrderedQueue, Place};
+use crate::core::queue_id::QueueId;
 
 /// How an admission round chooses among the waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +133,30 @@ impl RoomCounts {
     }
 }
 
+/// Where a visitor found by its queue id stands (`GET /admin/visitors/{id}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VisitorState {
+    Waiting {
+        position: u64,
+        queued: u64,
+    },
+    /// Called by an admission round; its admission is held for it until `claim_by`.
+    Called {
+        claim_by: Millis,
+    },
+    /// Holds a pass until `expires_at`.
+    Inside {
+        expires_at: Millis,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoundVisitor {
+    /// When the visitor first got a place in line or, admitted at once, its pass.
+    pub arrived_at: Millis,
+    pub state: VisitorState,
+}
+
 const MINUTE_MS: Millis = 60_000;
 
 #[derive(Debug)]
@@ -149,6 +174,10 @@ pub struct RoomState {
     last_place: Place,
     recent_admissions: VecDeque<Millis>,
     counts: RoomCounts,
+    /// Every visitor the room holds (waiting, called or inside) by its queue id, with its id
+    /// and arrival: kept exactly as long as the visitor is in one of those, so it never grows
+    /// past the room's own records.
+    visitors: HashMap<QueueId, (String, Millis)>,
     rng: StdRng,
 }
 
@@ -166,6 +195,7 @@ impl RoomState {
             last_place: 0,
             recent_admissions: VecDeque::new(),
             counts: RoomCounts::default(),
+            visitors: HashMap::new(),
             rng: StdRng::seed_from_u64(seed),
         }
     }
@@ -178,6 +208,48 @@ impl RoomState {
 
     fn occupancy(&self) -> u64 {
         (self.passes.len() + self.called.len()) as u64
+    }
+
+    /// Indexes a visitor by its queue id from now, unless it is already (its first arrival
+    /// stays).
+    fn note_visitor(&mut self, id: &str, now: Millis) {
+        self.visitors
+            .entry(QueueId::of(id))
+            .or_insert_with(|| (id.to_owned(), now));
+    }
+
+    /// Takes a visitor out of the index once the room holds nothing of it any more.
+    fn forget_if_gone(&mut self, id: &str) {
+        if self.places.contains_key(id) || self.passes.contains(id) || self.called.contains(id) {
+            return;
+        }
+        let queue_id = QueueId::of(id);
+        if self
+            .visitors
+            .get(&queue_id)
+            .is_some_and(|(known, _)| known == id)
+        {
+            self.visitors.remove(&queue_id);
+        }
+    }
+
+    /// The visitor with this queue id, if the room holds it.
+    pub fn find_visitor(&self, queue_id: QueueId) -> Option<FoundVisitor> {
+        let (id, arrived_at) = self.visitors.get(&queue_id)?;
+        let state = if let Some(expires_at) = self.passes.get(id) {
+            VisitorState::Inside { expires_at }
+        } else if let Some(claim_by) = self.called.get(id) {
+            VisitorState::Called { claim_by }
+        } else {
+            VisitorState::Waiting {
+                position: self.position_of(id)?,
+                queued: self.queue.len() as u64,
+            }
+        };
+        Some(FoundVisitor {
+            arrived_at: *arrived_at,
+            state,
+        })
     }
 
     fn refill(&mut self, limits: &Limits, now: Millis) -> &mut TokenBucket {
@@ -219,6 +291,7 @@ impl RoomState {
         bucket.take(1);
         let expires_at = now + limits.session_ms;
         self.passes.set(id, expires_at);
+        self.note_visitor(id, now);
         self.record_admissions(1, now);
         Some(expires_at)
     }
@@ -227,6 +300,7 @@ impl RoomState {
     pub fn admit_unconditionally(&mut self, id: &str, limits: &Limits, now: Millis) -> Millis {
         let expires_at = now + limits.session_ms;
         self.passes.set(id, expires_at);
+        self.note_visitor(id, now);
         self.record_admissions(1, now);
         expires_at
     }
@@ -265,6 +339,7 @@ impl RoomState {
             };
             self.places.insert(id.to_owned(), place);
             self.queue.insert(place, id);
+            self.note_visitor(id, now);
             self.counts.joined_total += 1;
         }
         self.heartbeats.set(id, now + limits.abandon_after_ms);
@@ -317,12 +392,19 @@ impl RoomState {
 
     /// Moves a live pass's expiry (a sliding session). False when the pass is gone. With
     /// `register_again`, a pass this state never saw (it was lost with the data) comes back.
-    pub fn touch_pass(&mut self, id: &str, expires_at: Millis, register_again: bool) -> bool {
+    pub fn touch_pass(
+        &mut self,
+        id: &str,
+        expires_at: Millis,
+        register_again: bool,
+        now: Millis,
+    ) -> bool {
         let known = self.passes.contains(id);
         if !known && (!register_again || self.revoked.contains(id)) {
             return false;
         }
         self.passes.set(id, expires_at);
+        self.note_visitor(id, now);
         true
     }
 
@@ -342,6 +424,7 @@ impl RoomState {
         if had.is_some() {
             self.counts.revoked_total += 1;
         }
+        self.forget_if_gone(id);
         had.is_some()
     }
 
@@ -358,10 +441,12 @@ impl RoomState {
     pub fn leave_queue(&mut self, id: &str) -> bool {
         self.called.remove(id);
         self.heartbeats.remove(id);
-        match self.places.remove(id) {
+        let left = match self.places.remove(id) {
             Some(place) => self.queue.remove(place, id),
             None => false,
-        }
+        };
+        self.forget_if_gone(id);
+        left
     }
 
     fn remove_waiting(&mut self, id: &str) {
@@ -374,18 +459,21 @@ impl RoomState {
     /// One step of the admission loop: heal capacity (expired passes, no-shows, abandoned
     /// waiters), then call as many waiting visitors as the free capacity and the rate allow.
     pub fn admission_round(&mut self, limits: &Limits, now: Millis) -> RoundReport {
-        let mut report = RoundReport {
-            expired: self.passes.take_expired(now).len() as u64,
-            ..RoundReport::default()
-        };
+        let mut report = RoundReport::default();
+        for id in self.passes.take_expired(now) {
+            self.forget_if_gone(&id);
+            report.expired += 1;
+        }
         for id in self.called.take_expired(now) {
             self.places.remove(&id);
+            self.forget_if_gone(&id);
             report.no_shows += 1;
         }
         for id in self.heartbeats.take_expired(now) {
             if let Some(place) = self.places.remove(&id) {
                 self.queue.remove(place, &id);
             }
+            self.forget_if_gone(&id);
             report.abandoned += 1;
         }
         self.revoked.take_expired(now);
@@ -583,14 +671,63 @@ mod tests {
     }
 
     #[test]
+    fn a_visitor_is_found_by_its_queue_id_while_the_room_holds_it_and_only_then() {
+        let l = limits(1, 100);
+        let mut r = room();
+        let find = |r: &RoomState, id: &str| r.find_visitor(QueueId::of(id));
+        r.join("a", None, &l, 5);
+        r.join("b", None, &l, 6);
+        r.join("b", None, &l, 9);
+        assert_eq!(
+            find(&r, "b"),
+            Some(FoundVisitor {
+                arrived_at: 6,
+                state: VisitorState::Waiting {
+                    position: 2,
+                    queued: 2
+                }
+            }),
+            "joining again keeps the first arrival"
+        );
+        r.admission_round(&l, 10);
+        assert_eq!(
+            find(&r, "a").map(|f| f.state),
+            Some(VisitorState::Called { claim_by: 40_010 })
+        );
+        r.poll("a", &l, 11);
+        assert_eq!(
+            find(&r, "a").map(|f| f.state),
+            Some(VisitorState::Inside { expires_at: 60_011 })
+        );
+        assert!(r.leave_queue("b"));
+        assert_eq!(find(&r, "b"), None, "left: gone");
+        r.end_pass("a", &l, 12);
+        assert_eq!(find(&r, "a"), None, "revoked: gone");
+        assert!(r.visitors.is_empty());
+
+        // Passes that expire, no-shows and waiters who stop polling leave nothing behind.
+        r.admit_directly("direct", &l, 100);
+        assert_eq!(find(&r, "direct").map(|f| f.arrived_at), Some(100));
+        r.join("late", None, &l, 100);
+        r.join("idle", None, &l, 100);
+        r.admission_round(&l, 60_100);
+        assert_eq!(find(&r, "direct"), None, "expired");
+        r.admission_round(&l, 100_100);
+        assert_eq!(find(&r, "late"), None, "called and never came");
+        r.admission_round(&l, 400_100);
+        assert_eq!(find(&r, "idle"), None, "abandoned");
+        assert!(r.visitors.is_empty());
+    }
+
+    #[test]
     fn passes_expire_and_heal_capacity() {
         let l = limits(1, 100);
         let mut r = room();
         r.admit_directly("a", &l, 0);
-        assert!(r.touch_pass("a", 90_000, false));
+        assert!(r.touch_pass("a", 90_000, false, 0));
         assert_eq!(r.admission_round(&l, 60_000).expired, 0);
         assert_eq!(r.admission_round(&l, 90_000).expired, 1);
-        assert!(!r.touch_pass("a", 100_000, false));
+        assert!(!r.touch_pass("a", 100_000, false, 90_000));
         assert!(r.admit_directly("b", &l, 90_001).is_some());
     }
 
@@ -739,7 +876,7 @@ mod tests {
                     r.admission_round(&l, now);
                 }
                 5 => {
-                    r.touch_pass(&id, now + l.session_ms, false);
+                    r.touch_pass(&id, now + l.session_ms, false, now);
                 }
                 _ => {
                     // Lowering the capacity live only stops admissions.

@@ -15,7 +15,8 @@ use crate::config::model::Environment;
 use crate::core::autopilot::Signal;
 use crate::core::history::Start;
 use crate::core::ip_limit::IpClaim;
-use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use crate::core::queue_id::QueueId;
+use crate::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoundReport};
 use crate::request::view::{Canonical, Head, Sites};
 use crate::room::Room;
 use crate::room::admission::RoomLoop;
@@ -96,6 +97,10 @@ impl Store for Flaky {
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
         self.check()?;
         self.inner.leave_queue(id).await
+    }
+    async fn find_visitor(&self, queue_id: QueueId) -> StoreResult<Option<FoundVisitor>> {
+        self.check()?;
+        self.inner.find_visitor(queue_id).await
     }
     async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {
         self.check()?;

@@ -78,7 +78,18 @@ impl WaitroomProxy {
                 let decided = front.gate.visit(&request, ChallengeAnswer::None).await;
                 front.responder.status(&decided)
             }
-            Reserved::Leave => front.responder.left(front.gate.leave(&request).await),
+            // A rival's page must not be able to take a visitor out of the line.
+            Reserved::Leave if request.from_another_site() => Reply::json(
+                403,
+                &serde_json::json!({
+                    "left": false,
+                    "error": "a leave comes from the room's own page, not another site's",
+                }),
+            ),
+            Reserved::Leave => {
+                let left = front.gate.leave(&request).await;
+                front.responder.left(left, &front.gate.settings(), &request)
+            }
             Reserved::Turnstile => match front.gate.answer_challenge(&request, &body).await {
                 Answered::NoChallenge => Responder::not_here(Reserved::Unknown),
                 Answered::Malformed(e) => {

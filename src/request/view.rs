@@ -230,6 +230,24 @@ impl<'a> Request<'a> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// Sent by another site's page (`Sec-Fetch-Site: cross-site`, or an `Origin` naming another
+    /// host): what a rival's page could make a waiting visitor's browser post, its cookie
+    /// attached when the cookie is `SameSite=None`.
+    pub fn from_another_site(&self) -> bool {
+        if self.header("sec-fetch-site") == Some("cross-site") {
+            return true;
+        }
+        let (Some(origin), Some(host)) = (self.header(http::header::ORIGIN), self.host) else {
+            return false;
+        };
+        let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+        let origin_host = authority
+            .rsplit_once(':')
+            .filter(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+            .map_or(authority, |(host, _)| host);
+        !origin_host.eq_ignore_ascii_case(host)
+    }
+
     /// Cloudflare's rule: JSON only for exactly `Accept: application/json`, or the query flag.
     pub fn wants_json(&self) -> bool {
         self.header(http::header::ACCEPT).map(str::trim) == Some("application/json")

@@ -96,6 +96,32 @@ pub struct FailureTexts {
     pub blocked_message: &'static str,
 }
 
+/// The waiting page's queue id and leave button, the page after leaving, and the notice of the
+/// visitor's turn (issue 28); their tables are the block at the end of `texts.rs`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VisitorTexts {
+    pub queue_id: &'static str,
+    /// Under the queue id: what it is for.
+    pub queue_id_note: &'static str,
+    pub leave: &'static str,
+    /// Shown once the visitor asks to leave, above the button that does it.
+    pub leave_confirm: &'static str,
+    pub leave_yes: &'static str,
+    pub left_heading: &'static str,
+    pub left_message: &'static str,
+    pub rejoin: &'static str,
+    /// The opt-in: a browser notification when the turn comes while the tab is hidden.
+    pub notify: &'static str,
+    pub notify_on: &'static str,
+    /// Notifications refused or missing: the tab's title alone will say it.
+    pub notify_title_only: &'static str,
+    pub notify_sound: &'static str,
+    /// The notification, and the tab's title once it is the visitor's turn.
+    pub turn_title: &'static str,
+    pub turn_body: &'static str,
+}
+
 /// The forms of a text that counts, one per CLDR plural category (whole numbers), as the
 /// browser's `Intl.PluralRules` names them for the page's script. `other` is the one every
 /// language has, and what a category without its own form falls back to.
@@ -179,6 +205,10 @@ use texts::*;
 
 /// The pages' side of a language: an inherent impl beside the texts it reads.
 impl Locale {
+    pub fn visitor_texts(self) -> &'static VisitorTexts {
+        texts::visitor(self)
+    }
+
     pub fn texts(self) -> &'static Texts {
         match self {
             Locale::EnUs => &EN_US,
@@ -256,13 +286,19 @@ impl Locale {
         }
     }
 
-    /// `script_texts` as JSON, serialised once per locale.
+    /// `script_texts` as JSON, serialised once per locale, for a `<script type="application/json">`
+    /// element (an attribute would cost every quote six bytes): `<` is written `\u003c`, so no
+    /// text can close the element.
     pub fn script_texts_json(self) -> &'static str {
         static JSON: OnceLock<Vec<String>> = OnceLock::new();
         let all = JSON.get_or_init(|| {
             Locale::ALL
                 .iter()
-                .map(|l| serde_json::to_string(&l.script_texts()).unwrap_or_default())
+                .map(|l| {
+                    serde_json::to_string(&l.script_texts())
+                        .unwrap_or_default()
+                        .replace('<', "\\u003c")
+                })
                 .collect()
         });
         Locale::ALL
@@ -274,9 +310,14 @@ impl Locale {
 
     /// What the page's script needs to write the same texts the server wrote.
     pub fn script_texts(self) -> ScriptTexts {
+        let visitor = self.visitor_texts();
         ScriptTexts {
             locale: self.tag(),
             texts: self.texts(),
+            notify_on: visitor.notify_on,
+            notify_title_only: visitor.notify_title_only,
+            turn_title: visitor.turn_title,
+            turn_body: visitor.turn_body,
         }
     }
 }
@@ -287,6 +328,11 @@ pub struct ScriptTexts {
     pub locale: &'static str,
     #[serde(flatten)]
     pub texts: &'static Texts,
+    /// What the script writes of the visitor's texts (the page writes the rest itself).
+    pub notify_on: &'static str,
+    pub notify_title_only: &'static str,
+    pub turn_title: &'static str,
+    pub turn_body: &'static str,
 }
 
 #[cfg(test)]
@@ -421,6 +467,11 @@ mod tests {
         walk(
             "failure",
             &serde_json::to_value(&t.failure).unwrap_or_default(),
+            &mut out,
+        );
+        walk(
+            "visitor",
+            &serde_json::to_value(locale.visitor_texts()).unwrap_or_default(),
             &mut out,
         );
         out

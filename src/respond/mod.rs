@@ -15,6 +15,7 @@ use std::sync::Arc;
 use crate::clock::{SharedClock, rfc3339_ms};
 use crate::config::model::{Branding, RoomConfig};
 use crate::config::{QueueingMethod, RoomSettings};
+use crate::core::queue_id::QueueId;
 use crate::entry::EntryRefusal;
 use crate::gate::{Answer, Asked, Decided, Decision, Forward, Limit, Shown, Wait, Watched};
 use crate::language::{Locale, PageLanguage};
@@ -24,7 +25,7 @@ use crate::store::StoreError;
 use cookies::CookieJar;
 use custom_page::{CustomPage, PageVariables};
 pub use page::Failure;
-use page::{ChallengeView, ClosedView, Countdown, ErrorView, Look, WaitingView};
+use page::{ChallengeView, ClosedView, Countdown, ErrorView, LeftView, Look, WaitingView};
 use reply::Reply;
 use status::{ChallengeBody, ProofOfWorkBody, StatusBody};
 
@@ -47,6 +48,10 @@ pub struct Responder {
     status_url: String,
     /// Where a proof of work's answer goes.
     proof_url: String,
+    /// Where the waiting page's leave button posts.
+    leave_url: String,
+    /// The room's path: where the page after leaving offers to join again.
+    room_path: String,
     /// `entry.login_url`: where a members-only line sends a newcomer without a token.
     login_url: Option<String>,
     clock: SharedClock,
@@ -73,6 +78,12 @@ impl Responder {
             cookies,
             status_url: Reserved::Status.url(named),
             proof_url: Reserved::Proof.url(named),
+            leave_url: Reserved::Leave.url(named),
+            room_path: config
+                .routes
+                .first()
+                .map_or("/", |r| r.path.as_str())
+                .to_owned(),
             login_url: None,
             clock: room.clock.clone(),
         })
@@ -202,9 +213,38 @@ impl Responder {
         StatusBody::new(&watched.settings, watched.shown, self.clock.now_ms())
     }
 
-    /// `POST /__waitroom/leave`.
-    pub fn left(&self, left: Result<bool, StoreError>) -> Reply {
+    /// `POST /__waitroom/leave`: JSON, or for the waiting page's button (a browser's form, which
+    /// asks for HTML) the page that offers to join again at the back.
+    pub fn left(
+        &self,
+        left: Result<bool, StoreError>,
+        settings: &RoomSettings,
+        req: &Request<'_>,
+    ) -> Reply {
+        let navigated = !req.wants_json()
+            && req
+                .header(http::header::ACCEPT)
+                .is_some_and(|accept| accept.contains("text/html"));
+        let accept_language = req.header(http::header::ACCEPT_LANGUAGE);
+        let locale = self.look.branding.language.locale_for(accept_language);
         match left {
+            // The store did not answer: the place is kept, the visitor may try again.
+            Err(_) if navigated => self.error_page_in(503, Failure::Status, locale),
+            Ok(_) if navigated => {
+                let view = LeftView {
+                    look: &self.look,
+                    locale,
+                    room_name: &settings.name,
+                    rejoin_url: &self.room_path,
+                };
+                match page::render_left(&view) {
+                    Ok(html) => {
+                        Reply::html(200, html).with_header("content-language", locale.tag())
+                    }
+                    Err(e) => Reply::text(500, format!("cannot render the page: {e}\n")),
+                }
+                .with_header("set-cookie", self.cookies.clearing())
+            }
             Ok(left) => Reply::json(200, &serde_json::json!({ "left": left }))
                 .with_header("set-cookie", self.cookies.clearing()),
             Err(e) => Reply::json(
@@ -255,7 +295,9 @@ impl Responder {
             queued: wait.queued,
             estimate: wait.estimate,
         };
-        let body = StatusBody::new(settings, standing, now);
+        let mut body = StatusBody::new(settings, standing, now);
+        let queue_id = QueueId::of(&wait.ticket.id).to_string();
+        body.waitroom.queue_id = Some(queue_id.clone());
         // In a pre-queue a place means nothing until the start (and a shuffled one is drawn).
         let shown_position = match settings.queueing_method {
             QueueingMethod::Random => None,
@@ -276,6 +318,8 @@ impl Responder {
                 last_updated: rfc3339_ms(now),
                 refresh_interval_seconds: refresh,
                 status_url: &self.status_url,
+                leave_url: &self.leave_url,
+                queue_id: &queue_id,
                 countdown: event.filter(|_| settings.prequeueing()).map(|e| Countdown {
                     starts_at: e.times.start_ms,
                     now,

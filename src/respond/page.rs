@@ -6,6 +6,8 @@
 //! logo when one is configured. The waiting page is fully server-rendered so it works with
 //! JavaScript off (the proxy sends a `Refresh` header); the script only makes it live.
 
+use std::sync::OnceLock;
+
 use askama::Template;
 
 use crate::clock::{Millis, rfc3339_ms};
@@ -13,7 +15,7 @@ use crate::config::model::Branding;
 use crate::core::estimate::WaitEstimate;
 use crate::gate::Limit;
 use crate::language::Locale;
-use crate::respond::locale::Texts;
+use crate::respond::locale::{Texts, VisitorTexts};
 
 /// A room's pages as configured, with their colours derived once: the contrast checks are a
 /// measurable share of a page render, and the colours change only with the config.
@@ -50,6 +52,10 @@ pub struct WaitingView<'a> {
     pub refresh_interval_seconds: u64,
     /// JSON endpoint the script polls, e.g. "/__waitroom/status".
     pub status_url: &'a str,
+    /// Where the leave button posts, e.g. "/__waitroom/leave".
+    pub leave_url: &'a str,
+    /// The visitor's queue id (`core::queue_id`), as shown.
+    pub queue_id: &'a str,
     /// While an event's pre-queue is open: the countdown to its start.
     pub countdown: Option<Countdown>,
     /// The governing event's own heading and message, in place of the room's.
@@ -85,6 +91,15 @@ struct CountdownText {
     now: Millis,
     left: String,
     note: Option<&'static str>,
+}
+
+/// The page after the visitor left the line on purpose: an offer to join again at the back.
+#[derive(Debug, Clone)]
+pub struct LeftView<'a> {
+    pub look: &'a Look,
+    pub locale: Locale,
+    pub room_name: &'a str,
+    pub rejoin_url: &'a str,
 }
 
 /// The "reject" page: the room is closed or sold out.
@@ -139,6 +154,32 @@ pub enum Failure {
     Blocked,
 }
 
+/// The waiting page's script (templates/waiting.js) as the page carries it: without its
+/// indentation and its comment blocks, which are for whoever reads the file, not for every
+/// visitor's download. Compacted once.
+fn waiting_script() -> &'static str {
+    static SCRIPT: OnceLock<String> = OnceLock::new();
+    SCRIPT.get_or_init(|| compact_script(include_str!("../../templates/waiting.js")))
+}
+
+/// Lines trimmed, blank lines and whole-line `/* ... */` blocks dropped; nothing else changes,
+/// so the script must keep to lines a trim cannot alter (no multi-line strings).
+fn compact_script(script: &str) -> String {
+    let mut out = String::with_capacity(script.len());
+    let mut in_comment = false;
+    for line in script.lines().map(str::trim) {
+        if in_comment || line.starts_with("/*") {
+            in_comment = !line.ends_with("*/");
+            continue;
+        }
+        if !line.is_empty() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
     let (locale, b) = (view.locale, &view.look.branding);
     let t = locale.texts();
@@ -190,6 +231,10 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
         message: message.or(prequeue_note).unwrap_or(t.message),
         footer: t.footer.replace("{room}", view.room_name),
         status_url: view.status_url,
+        leave_url: view.leave_url,
+        queue_id: view.queue_id,
+        v: locale.visitor_texts(),
+        script: waiting_script(),
         countdown,
         refresh: view.refresh_interval_seconds.max(1),
         initial: view
@@ -216,6 +261,20 @@ pub fn render_waiting(view: &WaitingView) -> Result<String, askama::Error> {
         wait_display: wait_text.unwrap_or_else(|| t.not_known.to_owned()),
         last_updated: &view.last_updated,
         last_updated_text: locale.digits(&utc_clock(&view.last_updated)),
+    }
+    .render()
+}
+
+pub fn render_left(view: &LeftView) -> Result<String, askama::Error> {
+    let v = view.locale.visitor_texts();
+    LeftPage {
+        b: &view.look.branding,
+        lang: view.locale.tag(),
+        dir: view.locale.direction().attribute(),
+        theme: &view.look.theme,
+        v,
+        rejoin_url: view.rejoin_url,
+        footer: view.locale.texts().footer.replace("{room}", view.room_name),
     }
     .render()
 }
@@ -307,6 +366,11 @@ struct WaitingPage<'a> {
     message: &'a str,
     footer: String,
     status_url: &'a str,
+    leave_url: &'a str,
+    queue_id: &'a str,
+    v: &'static VisitorTexts,
+    /// templates/waiting.js, compacted.
+    script: &'static str,
     countdown: Option<CountdownText>,
     refresh: u64,
     initial: String,
@@ -325,6 +389,18 @@ struct WaitingPage<'a> {
     wait_known: bool,
     last_updated: &'a str,
     last_updated_text: String,
+}
+
+#[derive(Template)]
+#[template(path = "left.html", whitespace = "minimize")]
+struct LeftPage<'a> {
+    b: &'a Branding,
+    lang: &'static str,
+    dir: &'static str,
+    theme: &'a Theme,
+    v: &'static VisitorTexts,
+    rejoin_url: &'a str,
+    footer: String,
 }
 
 #[derive(Template)]
@@ -566,6 +642,8 @@ mod tests {
             last_updated: "2026-11-29T20:01:02.000Z".into(),
             refresh_interval_seconds: 20,
             status_url: "/__waitroom/status",
+            leave_url: "/__waitroom/leave",
+            queue_id: "ABCD-EFGH-JKMN",
             countdown: None,
             heading: None,
             message: None,
@@ -606,6 +684,23 @@ mod tests {
         assert!(html.contains("Waiting room: sneaker-drop"));
         assert!(html.contains(r#"id="wr-wait-note" hidden"#));
         Ok(())
+    }
+
+    #[test]
+    fn the_script_goes_out_without_comments_or_indentation_and_whole() {
+        let script = waiting_script();
+        assert!(!script.contains("/*"), "a comment left in");
+        assert!(script.lines().all(|l| l.trim() == l && !l.is_empty()));
+        let code_lines = include_str!("../../templates/waiting.js")
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .count();
+        assert!(script.lines().count() > code_lines * 3 / 4, "too much cut");
+        assert!(script.starts_with("(function () {") && script.ends_with("})();\n"));
+        assert_eq!(
+            compact_script("  a();\n  /* one\n     two */\n\n  b(); /* kept */\n"),
+            "a();\nb(); /* kept */\n"
+        );
     }
 
     #[test]
@@ -943,7 +1038,7 @@ mod tests {
                 "{locale:?}: {wait}"
             );
             assert!(html.contains(&escaped(&t.footer.replace("{room}", "sneaker-drop"))));
-            assert!(html.contains(&format!("&#34;locale&#34;:&#34;{}&#34;", locale.tag())));
+            assert!(html.contains(&format!(r#""locale":"{}""#, locale.tag())));
 
             let unknown = render_waiting(&WaitingView {
                 estimate: WaitEstimate::Unknown,

@@ -52,6 +52,9 @@ pub struct WaitroomExtras {
     pub queued: u64,
     pub admitted: bool,
     pub eta_seconds: Option<u64>,
+    /// The visitor's queue id (`core::queue_id`), while it waits: what it quotes to support.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_id: Option<String>,
     /// The scheduled event governing the room, for an exact countdown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<EventExtras>,
@@ -210,6 +213,7 @@ impl StatusBody {
                 queued,
                 admitted: matches!(standing, Shown::Admitted),
                 eta_seconds: estimate.seconds(),
+                queue_id: None,
                 event: event.map(|e| EventExtras {
                     name: e.name.clone(),
                     phase: match e.phase {

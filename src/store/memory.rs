@@ -11,7 +11,8 @@ use crate::clock::{Millis, SharedClock};
 use crate::core::autopilot::Signal;
 use crate::core::expiring::ExpiringSet;
 use crate::core::ip_limit::{IpClaim, IpLedger, IpLimits};
-use crate::core::room::{Limits, PollOutcome, RoomCounts, RoomState, RoundReport};
+use crate::core::queue_id::QueueId;
+use crate::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoomState, RoundReport};
 use crate::core::sharing::{NetworkLedger, SharedUse, UseCounts};
 use crate::store::{
     AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
@@ -151,7 +152,7 @@ impl Store for MemoryStore {
             let expires_at = now + limits.session_ms;
             let outlived_a_loss = pass_epoch != s.room.epoch();
             s.room
-                .touch_pass(id, expires_at, outlived_a_loss)
+                .touch_pass(id, expires_at, outlived_a_loss, now)
                 .then_some(expires_at)
         }))
     }
@@ -169,6 +170,10 @@ impl Store for MemoryStore {
 
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
         Ok(self.with(|s, _| s.room.leave_queue(id)))
+    }
+
+    async fn find_visitor(&self, queue_id: QueueId) -> StoreResult<Option<FoundVisitor>> {
+        Ok(self.with(|s, _| s.room.find_visitor(queue_id)))
     }
 
     async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {

@@ -17,7 +17,8 @@ use crate::clock::Millis;
 use crate::core::autopilot::{Setpoint, Signal};
 use crate::core::ip_limit::{IpClaim, IpLimits};
 use crate::core::queue::Place;
-use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use crate::core::queue_id::QueueId;
+use crate::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoundReport};
 use crate::core::sharing::SharedUse;
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -172,6 +173,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Gives up a place in line.
     async fn leave_queue(&self, id: &str) -> StoreResult<bool>;
+
+    /// The visitor with this queue id (`core::queue_id`) while the room holds it (waiting,
+    /// called or inside), with its first arrival; None once it is gone, or for an id never
+    /// seen. One look-up in an index the store keeps beside the line (O(log n) with the rank).
+    async fn find_visitor(&self, queue_id: QueueId) -> StoreResult<Option<FoundVisitor>>;
 
     /// The poll path's batch, once per admission-loop tick: slides the heartbeat of these
     /// visitors (those still waiting) and answers who is called now. Polls between two exact

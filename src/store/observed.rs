@@ -13,7 +13,8 @@ use super::{
 use crate::clock::Millis;
 use crate::core::autopilot::Signal;
 use crate::core::ip_limit::{IpClaim, IpLimits};
-use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use crate::core::queue_id::QueueId;
+use crate::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoundReport};
 use crate::core::sharing::SharedUse;
 
 pub struct Observed {
@@ -77,6 +78,10 @@ impl Store for Observed {
 
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
         self.noted(self.inner.leave_queue(id).await)
+    }
+
+    async fn find_visitor(&self, queue_id: QueueId) -> StoreResult<Option<FoundVisitor>> {
+        self.noted(self.inner.find_visitor(queue_id).await)
     }
 
     async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {

@@ -7,7 +7,8 @@ use std::time::Duration;
 use waitroom::clock::{Clock, ManualClock, Millis};
 use waitroom::core::autopilot::{Exchange, Setpoint, Signal, window_start};
 use waitroom::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS};
-use waitroom::core::room::{Limits, Pick, Placing, PollOutcome};
+use waitroom::core::queue_id::QueueId;
+use waitroom::core::room::{FoundVisitor, Limits, Pick, Placing, PollOutcome, VisitorState};
 use waitroom::core::sharing::{MINUTE_MS, MinuteCounts, SharedUse};
 use waitroom::store::{
     AutopilotRecord, AutopilotState, RevokeReason, Store, StoreError, TicketPlace,
@@ -1017,6 +1018,113 @@ pub async fn joins_are_counted_once_per_visitor<S: Store>(store: S, _clock: Arc<
     );
 }
 
+/// The operator's look-up by queue id: place, arrival and state while the room holds the
+/// visitor, nothing once it is gone whichever way it went.
+pub async fn a_visitor_is_found_by_its_queue_id_until_it_is_gone<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let l = limits(1, 100);
+    let find = |id: &str| store.find_visitor(QueueId::of(id));
+    let t0 = clock.now_ms();
+    assert_eq!(find("a").await.unwrap(), None, "never seen");
+    store.join("a", None, &l).await.unwrap();
+    clock.advance(Duration::from_millis(5));
+    store.join("b", None, &l).await.unwrap();
+    store.join("c", None, &l).await.unwrap();
+    clock.advance(Duration::from_millis(5));
+    store.join("b", None, &l).await.unwrap();
+    assert_eq!(
+        find("b").await.unwrap(),
+        Some(FoundVisitor {
+            arrived_at: t0 + 5,
+            state: VisitorState::Waiting {
+                position: 2,
+                queued: 3
+            }
+        }),
+        "joining again keeps the first arrival"
+    );
+    let fence = lead(&store).await;
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 1);
+    assert_eq!(
+        find("a").await.unwrap().map(|f| f.state),
+        Some(VisitorState::Called {
+            claim_by: t0 + 10 + l.claim_window_ms
+        })
+    );
+    assert_eq!(
+        find("c").await.unwrap().map(|f| f.state),
+        Some(VisitorState::Waiting {
+            position: 2,
+            queued: 2
+        })
+    );
+    clock.advance(Duration::from_millis(1));
+    store.poll("a", &l).await.unwrap();
+    assert_eq!(
+        find("a").await.unwrap(),
+        Some(FoundVisitor {
+            arrived_at: t0,
+            state: VisitorState::Inside {
+                expires_at: t0 + 11 + l.session_ms
+            }
+        })
+    );
+    assert!(store.leave_queue("b").await.unwrap());
+    assert_eq!(find("b").await.unwrap(), None, "left");
+    assert_eq!(
+        find("c").await.unwrap().map(|f| f.state),
+        Some(VisitorState::Waiting {
+            position: 1,
+            queued: 1
+        }),
+        "the one behind moved up"
+    );
+    assert!(store.end_pass("a", RevokeReason::Ended, &l).await.unwrap());
+    assert_eq!(find("a").await.unwrap(), None, "its pass ended");
+
+    // A call never claimed, a waiter who stopped polling, a pass of its own that expires.
+    let closed = Limits {
+        admitting: false,
+        ..l.clone()
+    };
+    assert_eq!(store.admission_round(&l, fence).await.unwrap().called, 1);
+    store.join("idle", None, &l).await.unwrap();
+    clock.advance(Duration::from_millis(40_000));
+    assert_eq!(
+        store
+            .admission_round(&closed, fence)
+            .await
+            .unwrap()
+            .no_shows,
+        1
+    );
+    assert_eq!(find("c").await.unwrap(), None, "called and never came");
+    assert!(find("idle").await.unwrap().is_some());
+    clock.advance(Duration::from_millis(300_000));
+    assert_eq!(
+        store
+            .admission_round(&closed, fence)
+            .await
+            .unwrap()
+            .abandoned,
+        1
+    );
+    assert_eq!(find("idle").await.unwrap(), None, "stopped polling");
+    assert!(store.admit_directly("direct", &l).await.unwrap().is_some());
+    assert_eq!(
+        find("direct").await.unwrap().map(|f| f.arrived_at),
+        Some(clock.now_ms())
+    );
+    clock.advance(Duration::from_millis(60_000));
+    assert_eq!(
+        store.admission_round(&closed, fence).await.unwrap().expired,
+        1
+    );
+    assert_eq!(find("direct").await.unwrap(), None, "its pass expired");
+}
+
 /// A called visitor whose page asks to join again (its ticket lost, the same member id) keeps its
 /// call and the place it was called from: it is not put back in line.
 pub async fn a_called_visitor_joining_again_keeps_its_call<S: Store>(
@@ -1050,6 +1158,7 @@ macro_rules! store_conformance {
             direct_admission_until_full,
             joins_are_counted_once_per_visitor,
             a_called_visitor_joining_again_keeps_its_call,
+            a_visitor_is_found_by_its_queue_id_until_it_is_gone,
             joining_is_idempotent_and_positions_are_exact,
             fifo_rounds_call_in_order_and_the_claim_is_a_pass,
             the_rate_is_held,

@@ -12,6 +12,7 @@ mod report;
 mod room;
 mod sessions;
 mod sign_in_limit;
+mod visitors;
 
 use std::net::IpAddr;
 use std::sync::Arc;

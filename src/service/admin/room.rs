@@ -1,5 +1,5 @@
-//! One room's admin API: its state, live settings, scheduled events, revocation, reload and the
-//! autopilot's pause switch.
+//! One room's admin API: its state, live settings, scheduled events, revocation, reload, the
+//! autopilot's pause switch and the look-up of a visitor by queue id.
 //! Served at `/admin/rooms/{id}/...`, and at `/admin/...` when the proxy runs one room.
 
 use std::sync::Arc;
@@ -114,6 +114,12 @@ impl RoomAdmin {
             rest,
             body,
         } = request;
+        if let Some(queue_id) = rest.strip_prefix("visitors/") {
+            return match method {
+                "GET" => super::visitors::look_up(&self.room, queue_id).await,
+                _ => error(405, "use GET on visitors/{queue_id}"),
+            };
+        }
         if let Some(name) = rest.strip_prefix("events/") {
             return match method {
                 "PUT" | "PATCH" => {

@@ -1,5 +1,5 @@
 -- Store::admission_round. ARGV 12: the caller's fencing token, 13: a seed in [1, 2^31 - 2] for
--- random picks; KEYS 13..: the heartbeat shards to sweep (see due_beats.lua). Answers {epoch, 0}
+-- random picks; KEYS 14..: the heartbeat shards to sweep (see due_beats.lua). Answers {epoch, 0}
 -- when the token is stale, else {epoch, 1, called, expired, abandoned, no_shows}.
 local fence, seed = tonumber(ARGV[12]), tonumber(ARGV[13])
 local l = limits()
@@ -9,16 +9,22 @@ if not leads(fence) then
 end
 
 -- Heal capacity first: expired passes, no-shows, waiters who stopped polling.
+-- Each visitor that goes leaves the visitors index too: work in proportion to what expired.
+local expired_ids = redis.call('ZRANGEBYSCORE', K_PASSES, '-inf', int(now))
 local expired = redis.call('ZREMRANGEBYSCORE', K_PASSES, '-inf', int(now))
+for _, id in ipairs(expired_ids) do
+  forget_if_gone(id)
+end
 local no_shows = redis.call('ZRANGEBYSCORE', K_CALLED, '-inf', int(now))
+redis.call('ZREMRANGEBYSCORE', K_CALLED, '-inf', int(now))
 for _, id in ipairs(no_shows) do
   redis.call('HDEL', K_PLACES, id)
+  forget_if_gone(id)
 end
-redis.call('ZREMRANGEBYSCORE', K_CALLED, '-inf', int(now))
 -- A lapsed heartbeat in line is an abandoned visitor; a called visitor's (kept until the claim)
 -- just goes. Each swept shard's score becomes its earliest deadline left.
 local abandoned = 0
-for k = 13, #KEYS do
+for k = 14, #KEYS do
   local shard = KEYS[k]
   local beats = redis.call('HGETALL', shard)
   local earliest
@@ -30,6 +36,7 @@ for k = 13, #KEYS do
     if deadline <= now then
       redis.call('HDEL', shard, id)
       abandoned = abandoned + redis.call('ZREM', K_QUEUE, id)
+      forget_if_gone(id)
     elseif not earliest or deadline < earliest then
       earliest = deadline
     end

@@ -13,5 +13,6 @@ end
 save_bucket(tokens - 1, at)
 local expires_at = now + l.session_ms
 redis.call('ZADD', K_PASSES, int(expires_at), id)
+note_visitor(id)
 record_admissions(1)
 return {epoch, 1, expires_at}

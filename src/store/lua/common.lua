@@ -1,6 +1,6 @@
 -- Prelude of every room script: the Rust side puts it in front of each script's own body.
 --
--- KEYS, the same twelve for every script, all in one hash slot ({room}):
+-- KEYS, the same thirteen for every script, all in one hash slot ({room}):
 --   1 epoch    HASH  id, born, lost_at (set once a loss of the data was detected)
 --   2 queue    ZSET  id -> place (rank = position: place, then id, as the pure model orders)
 --   3 places   HASH  id -> place of a called visitor, kept until the claim (joining again
@@ -18,11 +18,13 @@
 --  11 leader   HASH  instance, until, fence, last (the last fence handed out), seen (the
 --                    highest fence a round used)
 --  12 settings HASH  version, json
+--  13 visitors HASH  queue key -> "<arrived_at>:<id>", for every visitor waiting, called or
+--                    inside: the operator's look-up by queue id (queue_key, core/queue_id.rs)
 -- A waiting visitor's heartbeat deadline lives in one of many small hashes, `…:beats:<n>` (id ->
--- deadline; the Rust side picks the shard from the id and passes it in KEYS from 13), so that each
+-- deadline; the Rust side picks the shard from the id and passes it in KEYS from 14), so that each
 -- stays in Redis's compact listpack encoding: a heartbeat costs a few dozen bytes, not a sorted set
 -- entry.
--- The autopilot's scripts get their own key at KEYS 13: the room's `…:autopilot` hash (record:
+-- The autopilot's scripts get their own key at KEYS 14: the room's `…:autopilot` hash (record:
 -- the leader's JSON record, paused: '1' while the operator paused it), or one window's hash,
 -- `…:autopilot:w:<started_at>` (requests, errors, latency_us, b:<bucket> counts added up by every
 -- instance; ended_at; until: kept until then).
@@ -35,6 +37,7 @@
 local K_EPOCH, K_QUEUE, K_PLACES, K_BEATS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_CALLED, K_PASSES, K_REVOKED, K_BUCKET = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local K_RECENT, K_COUNTERS, K_LEADER, K_SETTINGS = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local K_VISITORS = KEYS[13]
 
 local MINUTE_MS = 60000
 
@@ -228,3 +231,40 @@ local function beat(shard, id, deadline)
   redis.call('ZADD', K_BEATS, 'LT', deadline, shard)
 end
 
+
+-- A visitor's key in the visitors index: the first 15 hex digits of SHA-1 over the domain and
+-- its id, as QueueId::key computes it in Rust.
+local function queue_key(id)
+  return string.sub(redis.sha1hex('waitroom queue id:' .. id), 1, 15)
+end
+
+-- Indexes a visitor by its queue key, unless it is already (its first arrival stays).
+local function note_visitor(id)
+  redis.call('HSETNX', K_VISITORS, queue_key(id), int(now) .. ':' .. id)
+end
+
+-- The index entry's arrival and id.
+local function visitor_entry(entry)
+  local sep = string.find(entry, ':', 1, true)
+  local arrived = sep and tonumber(string.sub(entry, 1, sep - 1))
+  if not arrived then
+    corrupt('visitors entry ' .. entry)
+  end
+  return arrived, string.sub(entry, sep + 1)
+end
+
+-- Takes a visitor out of the index once the room holds nothing of it any more.
+local function forget_if_gone(id)
+  if redis.call('ZSCORE', K_QUEUE, id) or redis.call('HEXISTS', K_PLACES, id) == 1
+      or redis.call('ZSCORE', K_PASSES, id) or redis.call('ZSCORE', K_CALLED, id) then
+    return
+  end
+  local key = queue_key(id)
+  local entry = redis.call('HGET', K_VISITORS, key)
+  if entry then
+    local _, known = visitor_entry(entry)
+    if known == id then
+      redis.call('HDEL', K_VISITORS, key)
+    end
+  end
+end

@@ -22,6 +22,7 @@ if reason == 'shared' then
   redis.call('ZADD', K_REVOKED, int(until_), 'shared:' .. id)
 end
 redis.call('PUBLISH', channel, int(until_) .. ' ' .. id .. ' ' .. reason)
+forget_if_gone(id)
 if had then
   redis.call('HINCRBY', K_COUNTERS, 'revoked_total', 1)
   return {epoch, 1, until_}

@@ -1,7 +1,7 @@
 -- Store::join, for a batch of visitors in arrival order. ARGV 12..14: how a new place is drawn
 -- (Placing: 'arrival', 'lottery' window_ms, or 'draw' from_ms until_ms); ARGV 15..: four per
 -- visitor: its id, its ticket's place ('' for no ticket), its ticket's epoch and the proxy's
--- random number for a draw; KEYS 13..: each one's heartbeat shard. A ticket from another epoch
+-- random number for a draw; KEYS 14..: each one's heartbeat shard. A ticket from another epoch
 -- was issued before the data was lost: its place is restored.
 -- Answers {epoch, then per visitor: place, position, queued}.
 local l = limits()
@@ -20,7 +20,7 @@ local function draw_span()
 end
 local draw_from, draw_until = draw_span()
 local deadline = int(now + l.abandon_after_ms)
-local joiners = #KEYS - 12
+local joiners = #KEYS - 13
 -- Checked before anything is written: a script's writes stay even when it fails halfway.
 for i = 1, joiners do
   local restore = ARGV[12 + 4 * i]
@@ -71,6 +71,7 @@ local function join(id, restore, ticket_epoch, r, shard)
     else
       queued = queued + 1
       last = last_if_new
+      note_visitor(id)
       joined = joined + 1
     end
   else
@@ -93,7 +94,7 @@ local answer = {epoch}
 for i = 1, joiners do
   local a = 11 + 4 * i
   local place, position, line = join(ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]),
-    KEYS[12 + i])
+    KEYS[13 + i])
   answer[#answer + 1] = place
   answer[#answer + 1] = position
   answer[#answer + 1] = line

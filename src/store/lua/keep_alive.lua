@@ -1,4 +1,4 @@
--- Store::keep_alive. KEYS 13..: the heartbeat shards of the visitors seen polling since the last
+-- Store::keep_alive. KEYS 14..: the heartbeat shards of the visitors seen polling since the last
 -- call; ARGV 12..: for each of those shards in turn, how many visitors, then their ids. Slides the
 -- heartbeat of those still in line (the others left or were called: they have none, or keep the
 -- one they had), in chunks that stay within Lua's argument limit. Answers {epoch, called ids...}.
@@ -6,7 +6,7 @@ local l = limits()
 local deadline = int(now + l.abandon_after_ms)
 local CHUNK = 500
 local at = 12
-for k = 13, #KEYS do
+for k = 14, #KEYS do
   local shard, n = KEYS[k], tonumber(ARGV[at])
   local first, last = at + 1, at + n
   at = last + 1

@@ -1,8 +1,8 @@
--- Store::report_window. KEYS 13: the window's hash. ARGV 4: the window's end, 5: until when it is
+-- Store::report_window. KEYS 14: the window's hash. ARGV 4: the window's end, 5: until when it is
 -- kept (ms), then field and count pairs to add: requests, errors, latency_us, b:<bucket>. The
 -- counts go to HINCRBY as the decimal strings they came as, so no Lua number rounds them.
 -- Answers {epoch, 1}, or {epoch, 0} for a window already past keeping (nothing added).
-local w = KEYS[13]
+local w = KEYS[14]
 local ended_at, kept_until = tonumber(ARGV[4]), tonumber(ARGV[5])
 if not ended_at or not kept_until then
   corrupt('report_window arguments')

@@ -1,4 +1,4 @@
--- Store::set_autopilot_paused. KEYS 13: the autopilot hash. ARGV 4: '1' to pause, '0' to resume.
+-- Store::set_autopilot_paused. KEYS 14: the autopilot hash. ARGV 4: '1' to pause, '0' to resume.
 -- Answers {epoch}.
-redis.call('HSET', KEYS[13], 'paused', ARGV[4])
+redis.call('HSET', KEYS[14], 'paused', ARGV[4])
 return {epoch}

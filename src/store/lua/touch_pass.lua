@@ -11,4 +11,5 @@ if not known then
   end
 end
 redis.call('ZADD', K_PASSES, int(expires_at), id)
+note_visitor(id)
 return {epoch, 1, expires_at}

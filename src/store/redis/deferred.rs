@@ -19,7 +19,8 @@ use super::{RedisOptions, RedisStore};
 use crate::clock::Millis;
 use crate::core::autopilot::Signal;
 use crate::core::ip_limit::{IpClaim, IpLimits};
-use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use crate::core::queue_id::QueueId;
+use crate::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoundReport};
 use crate::core::sharing::SharedUse;
 use crate::store::{
     AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
@@ -132,6 +133,10 @@ impl Store for DeferredRedisStore {
 
     async fn leave_queue(&self, id: &str) -> StoreResult<bool> {
         self.store()?.leave_queue(id).await
+    }
+
+    async fn find_visitor(&self, queue_id: QueueId) -> StoreResult<Option<FoundVisitor>> {
+        self.store()?.find_visitor(queue_id).await
     }
 
     async fn keep_alive(&self, ids: &[String], limits: &Limits) -> StoreResult<Vec<String>> {

@@ -4,7 +4,7 @@
 //!
 //! Every key of a room lives under `{prefix}{room}:` with the room in braces, e.g.
 //! `wr:{shop}:queue`, so they share one Cluster hash slot; every script gets the keys it touches
-//! in KEYS: the room's twelve, then the heartbeat shards (`…:beats:<n>`) of the visitors at hand,
+//! in KEYS: the room's thirteen, then the heartbeat shards (`…:beats:<n>`) of the visitors at hand,
 //! or the autopilot's key (`…:autopilot`, or a window's `…:autopilot:w:<started_at>`).
 //! A few scripts stand alone with keys of their own in the same slot: an address's tickets
 //! (`…:ip:<address>`), a pass's networks (`…:nets:<pass>`), and the requests of every pass in a
@@ -47,7 +47,8 @@ use tokio::task::AbortHandle;
 use crate::clock::{Clock, Millis, SharedClock, SystemClock};
 use crate::core::autopilot::Signal;
 use crate::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS, RETAIN_LIVE_MS};
-use crate::core::room::{Limits, PollOutcome, RoomCounts, RoundReport};
+use crate::core::queue_id::QueueId;
+use crate::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoundReport, VisitorState};
 use crate::core::sharing::{MINUTE_MS, MinuteCounts, SharedUse, minute_of};
 use crate::store::{
     AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
@@ -356,6 +357,31 @@ impl Store for RedisStore {
         inv.key(self.calls.beat_key(id)).arg(id);
         let (mut r, _) = self.calls.call("leave_queue", &inv).await?;
         r.flag()
+    }
+
+    async fn find_visitor(&self, queue_id: QueueId) -> StoreResult<Option<FoundVisitor>> {
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.find_visitor, None);
+        inv.arg(queue_id.key());
+        let (mut r, _) = self.calls.call("find_visitor", &inv).await?;
+        let outcome = r.int()?;
+        if outcome == 0 {
+            return Ok(None);
+        }
+        let arrived_at = r.int()?;
+        let state = match outcome {
+            1 => VisitorState::Waiting {
+                position: r.count()?,
+                queued: r.count()?,
+            },
+            2 => VisitorState::Called { claim_by: r.int()? },
+            3 => VisitorState::Inside {
+                expires_at: r.int()?,
+            },
+            n => return Err(corrupt("find_visitor", format!("outcome {n}"))),
+        };
+        Ok(Some(FoundVisitor { arrived_at, state }))
     }
 
     async fn claim_ticket(

@@ -5,9 +5,9 @@ use redis::{Script, Value};
 use crate::store::{StoreError, StoreResult};
 
 /// The room's keys, in the order every script expects them (see lua/common.lua).
-pub(super) const KEY_NAMES: [&str; 12] = [
+pub(super) const KEY_NAMES: [&str; 13] = [
     "epoch", "queue", "places", "beats", "called", "passes", "revoked", "bucket", "recent",
-    "counters", "leader", "settings",
+    "counters", "leader", "settings", "visitors",
 ];
 
 macro_rules! room_script {
@@ -27,6 +27,7 @@ pub(super) struct Scripts {
     pub(super) touch_pass: Script,
     pub(super) end_pass: Script,
     pub(super) leave_queue: Script,
+    pub(super) find_visitor: Script,
     pub(super) admission_round: Script,
     pub(super) counts: Script,
     pub(super) lead: Script,
@@ -36,7 +37,7 @@ pub(super) struct Scripts {
     pub(super) load_settings: Script,
     pub(super) keep_alive: Script,
     pub(super) due_beats: Script,
-    /// The autopilot's: the room's KEYS and common arguments, and their own key at KEYS 13.
+    /// The autopilot's: the room's KEYS and common arguments, and their own key at KEYS 14.
     pub(super) report_window: Script,
     pub(super) read_window: Script,
     pub(super) save_autopilot: Script,
@@ -63,6 +64,7 @@ impl Scripts {
             touch_pass: room_script!("touch_pass.lua"),
             end_pass: room_script!("end_pass.lua"),
             leave_queue: room_script!("leave_queue.lua"),
+            find_visitor: room_script!("find_visitor.lua"),
             admission_round: room_script!("admission_round.lua"),
             counts: room_script!("counts.lua"),
             lead: room_script!("lead.lua"),
