@@ -201,7 +201,6 @@ impl Forms {
 }
 
 mod texts;
-use texts::*;
 
 /// The pages' side of a language: an inherent impl beside the texts it reads.
 impl Locale {
@@ -210,46 +209,7 @@ impl Locale {
     }
 
     pub fn texts(self) -> &'static Texts {
-        match self {
-            Locale::EnUs => &EN_US,
-            Locale::EsEs => &ES_ES,
-            Locale::DeDe => &DE_DE,
-            Locale::FrFr => &FR_FR,
-            Locale::ItIt => &IT_IT,
-            Locale::JaJp => &JA_JP,
-            Locale::KoKr => &KO_KR,
-            Locale::PtBr => &PT_BR,
-            Locale::ZhCn => &ZH_CN,
-            Locale::ZhTw => &ZH_TW,
-            Locale::NlNl => &NL_NL,
-            Locale::PlPl => &PL_PL,
-            Locale::IdId => &ID_ID,
-            Locale::TrTr => &TR_TR,
-            Locale::ArEg => &AR_EG,
-            Locale::RuRu => &RU_RU,
-            Locale::FaIr => &FA_IR,
-            Locale::BgBg => &BG_BG,
-            Locale::HrHr => &HR_HR,
-            Locale::CsCz => &CS_CZ,
-            Locale::DaDk => &DA_DK,
-            Locale::FiFi => &FI_FI,
-            Locale::LtLt => &LT_LT,
-            Locale::MsMy => &MS_MY,
-            Locale::NbNo => &NB_NO,
-            Locale::RoRo => &RO_RO,
-            Locale::ElGr => &EL_GR,
-            Locale::HeIl => &HE_IL,
-            Locale::HiIn => &HI_IN,
-            Locale::HuHu => &HU_HU,
-            Locale::SrBa => &SR_BA,
-            Locale::SkSk => &SK_SK,
-            Locale::SlSi => &SL_SI,
-            Locale::SvSe => &SV_SE,
-            Locale::TlPh => &TL_PH,
-            Locale::ThTh => &TH_TH,
-            Locale::UkUa => &UK_UA,
-            Locale::ViVn => &VI_VN,
-        }
+        texts::texts(self)
     }
 
     /// The form of a text for `n`, with `{n}` written the locale's way.
