@@ -423,7 +423,12 @@ impl Gate {
     /// `POST /__waitroom/leave`: gives up the place or ends the pass.
     pub async fn leave(&self, req: &Request<'_>) -> Result<bool, StoreError> {
         match self.token(req) {
-            Some(Token::Ticket(t)) => self.room.store.leave_queue(&t.id).await,
+            Some(Token::Ticket(t)) => {
+                if let Some(contacts) = &self.room.contacts {
+                    contacts.forget(&t.id);
+                }
+                self.room.store.leave_queue(&t.id).await
+            }
             Some(Token::Pass(p)) => self.end_pass(&p.id).await,
             None => Ok(false),
         }

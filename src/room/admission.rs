@@ -465,6 +465,9 @@ impl RoomLoop {
         };
         let counts = self.room.store.counts().await?;
         let now = self.room.clock.now_ms();
+        if let Some(contacts) = &self.room.contacts {
+            contacts.called(&called, now);
+        }
         *self
             .last_counts
             .lock()

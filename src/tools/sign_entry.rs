@@ -7,6 +7,18 @@ use std::time::Duration;
 use crate::config::file::ConfigFile;
 use crate::config::model::ENV_ENTRY_SECRET;
 use crate::config::model::Environment;
+use crate::entry::MAX_CONTACT_BYTES;
+
+/// The token asked for.
+pub struct Wanted<'a> {
+    /// The customer's key (its id at the shop).
+    pub key: &'a str,
+    pub ttl: Duration,
+    /// The room's id, when the token is for one room only.
+    pub room: Option<&'a str>,
+    /// The shop's key for reaching the customer (`[notify]`).
+    pub contact: Option<&'a str>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SignEntryError {
@@ -17,31 +29,34 @@ pub enum SignEntryError {
     NoSecret,
     #[error("the key must not be empty")]
     EmptyKey,
+    #[error("the contact is longer than {MAX_CONTACT_BYTES} bytes")]
+    LongContact,
     #[error("cannot sign: {0}")]
     Sign(#[from] jsonwebtoken::errors::Error),
 }
 
-/// A token for customer `key`, valid for `ttl` from `now_secs` (Unix seconds), for `room` when
-/// named.
+/// The token `wanted`, valid for its `ttl` from `now_secs` (Unix seconds).
 pub fn sign_entry(
     file: &ConfigFile,
     env: &dyn Environment,
-    key: &str,
-    ttl: Duration,
-    room: Option<&str>,
+    wanted: &Wanted<'_>,
     now_secs: u64,
 ) -> Result<String, SignEntryError> {
     let secret = env
         .var(ENV_ENTRY_SECRET)
         .or_else(|| file.entry.secret.clone())
         .ok_or(SignEntryError::NoSecret)?;
-    if key.trim().is_empty() {
+    if wanted.key.trim().is_empty() {
         return Err(SignEntryError::EmptyKey);
+    }
+    if wanted.contact.is_some_and(|c| c.len() > MAX_CONTACT_BYTES) {
+        return Err(SignEntryError::LongContact);
     }
     Ok(crate::entry::sign(
         &secret,
-        key,
-        now_secs.saturating_add(ttl.as_secs()),
-        room,
+        wanted.key,
+        now_secs.saturating_add(wanted.ttl.as_secs()),
+        wanted.room,
+        wanted.contact,
     )?)
 }
