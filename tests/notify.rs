@@ -4,14 +4,16 @@
 //! visitor whose entry token carries a contact waits, a place frees, and the receiver gets one
 //! POST it can verify with the secret; a receiver that fails first gets the retry with the same
 //! event id; one that always fails is counted; a visitor without a contact causes no POST; a bad
-//! `webhook_url` is refused by `--test`, and the secret never printed.
+//! `webhook_url` is refused by `--test`, and the secret never printed; on two proxies sharing
+//! Redis the instance holding the contact tells the shop.
 
 mod common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::proxy::{ADMIN_TOKEN, SECRET, TestProxy, Visitor, eventually};
+use common::proxy::{ADMIN_TOKEN, SECRET, Sections, TestProxy, Visitor, eventually};
+use common::redis_server::RedisServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use waitroom::notify::signature::verify;
 
@@ -252,6 +254,46 @@ async fn a_visitor_called_while_away_is_posted_by_the_loop() {
         1,
         "claiming it is no second call"
     );
+}
+
+/// Two proxies on one Redis: the contact is held where the token was brought, the place freed
+/// and claimed on the other; the holder learns of the call from the store, whichever leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_the_instance_holding_the_contact_tells_the_shop() {
+    let redis = RedisServer::start();
+    let receiver = Receiver::start(&[200]).await;
+    let rest = sections(&receiver.url);
+    let proxies = TestProxy::sharing_redis(
+        2,
+        &redis.url(),
+        Sections {
+            room: FULL_ROOM,
+            rest: &rest,
+            ..Sections::default()
+        },
+    );
+    let mut bob = member(&proxies[1], "bob", None).await;
+    assert!(bob.get("/drop").await.reached_origin());
+    let mut alice = member(&proxies[0], "alice", Some("crm:8812")).await;
+    assert_eq!(
+        alice.get_json("/drop").await.json()["waitroom"]["position"],
+        1
+    );
+    assert_eq!(bob.leave().await.status, 200);
+    eventually("the holder tells the shop", || async {
+        !receiver.received().is_empty()
+    })
+    .await;
+    let mut on_the_other = proxies[1].visitor();
+    on_the_other.cookie = alice.cookie.clone();
+    assert!(on_the_other.get("/drop").await.reached_origin());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let received = receiver.received();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert!(received[0].verifies_with(NOTIFY_SECRET));
+    assert_eq!(received[0].json()["contact"], "crm:8812");
+    assert_eq!(notifications(&proxies[0].metrics().await, "sent"), 1.0);
+    assert_eq!(notifications(&proxies[1].metrics().await, "sent"), 0.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
