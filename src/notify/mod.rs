@@ -86,6 +86,8 @@ pub struct Contacts {
     room: String,
     outbox: Outbox,
     metrics: Arc<Metrics>,
+    /// `MAX_CONTACTS`, smaller in tests.
+    room_for: usize,
     held: Mutex<HashMap<String, Held>>,
 }
 
@@ -100,8 +102,15 @@ impl Contacts {
             room: room.to_owned(),
             outbox,
             metrics,
+            room_for: MAX_CONTACTS,
             held: Mutex::new(HashMap::new()),
         }
+    }
+
+    #[cfg(test)]
+    fn with_room_for(mut self, room_for: usize) -> Self {
+        self.room_for = room_for;
+        self
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
@@ -114,14 +123,14 @@ impl Contacts {
     /// `MAX_CONTACTS` (after those past `CONTACT_TTL_MS` are let go) drops it, counted.
     pub fn note(&self, id: &str, contact: &str, now: Millis) {
         let mut held = self.held();
-        if held.len() >= MAX_CONTACTS && !held.contains_key(id) {
+        if held.len() >= self.room_for && !held.contains_key(id) {
             held.retain(|_, h| now - h.since < CONTACT_TTL_MS);
-            if held.len() >= MAX_CONTACTS {
+            if held.len() >= self.room_for {
                 drop(held);
                 log::warn!(
-                    "notify: room {} holds {MAX_CONTACTS} contacts already; queue id {} will \
-                     not be told",
+                    "notify: room {} holds {} contacts already; queue id {} will not be told",
                     self.room,
+                    self.room_for,
                     QueueId::of(id)
                 );
                 self.metrics.notification(NotifyResult::Dropped);

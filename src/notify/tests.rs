@@ -68,3 +68,25 @@ fn event_ids_differ_between_calls() {
     let second = delivery.take_queued().unwrap();
     assert_ne!(first.event_id, second.event_id);
 }
+
+#[test]
+fn a_room_full_of_contacts_lets_old_ones_go_then_drops_and_counts() {
+    let (contacts, delivery, metrics) = contacts(10);
+    let contacts = contacts.with_room_for(2);
+    contacts.note("v1", "a", 0);
+    contacts.note("v2", "b", CONTACT_TTL_MS / 2);
+    // Full: v1 is past the TTL and makes room; v2 is not.
+    contacts.note("v3", "c", CONTACT_TTL_MS + 1);
+    assert_eq!(metrics.notifications(NotifyResult::Dropped), 0);
+    contacts.note("v4", "d", CONTACT_TTL_MS + 2);
+    assert_eq!(metrics.notifications(NotifyResult::Dropped), 1);
+    // A contact already held is replaced, full or not.
+    contacts.note("v3", "c2", CONTACT_TTL_MS + 3);
+    assert_eq!(metrics.notifications(NotifyResult::Dropped), 1);
+    let everyone: Vec<String> = ["v1", "v2", "v3", "v4"].map(String::from).to_vec();
+    contacts.called(&everyone, CONTACT_TTL_MS + 4);
+    let told: Vec<String> = std::iter::from_fn(|| delivery.take_queued())
+        .map(|c| c.contact)
+        .collect();
+    assert_eq!(told, ["b", "c2"]);
+}

@@ -60,3 +60,61 @@ pub fn sign_entry(
         wanted.contact,
     )?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::model::{EntryConfig, EntryKey};
+    use crate::entry::{EntryVerifier, Member};
+
+    const SECRET: &str = "entry-secret-entry-secret-entry-secret!";
+
+    struct NoEnvironment;
+
+    impl Environment for NoEnvironment {
+        fn var(&self, _: &str) -> Option<String> {
+            None
+        }
+    }
+
+    fn file() -> ConfigFile {
+        let mut file = ConfigFile::parse("[origin]\naddress = \"127.0.0.1:9\"\n").unwrap();
+        file.entry.secret = Some(SECRET.into());
+        file
+    }
+
+    fn wanted(contact: Option<&str>) -> Wanted<'_> {
+        Wanted {
+            key: "alice",
+            ttl: Duration::from_secs(600),
+            room: None,
+            contact,
+        }
+    }
+
+    #[test]
+    fn the_contact_is_signed_into_the_token_and_bounded() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let token = sign_entry(&file(), &NoEnvironment, &wanted(Some("crm:8812")), now).unwrap();
+        let verifier = EntryVerifier::new(&EntryConfig {
+            key: EntryKey::Secret(SECRET.into()),
+            login_url: None,
+        })
+        .unwrap();
+        assert_eq!(
+            verifier.key_of(&token, "r"),
+            Ok(Member {
+                key: "alice".into(),
+                contact: Some("crm:8812".into())
+            })
+        );
+        let long = "c".repeat(MAX_CONTACT_BYTES + 1);
+        assert!(matches!(
+            sign_entry(&file(), &NoEnvironment, &wanted(Some(&long)), now),
+            Err(SignEntryError::LongContact)
+        ));
+    }
+}
