@@ -1,6 +1,7 @@
 //! Entry tokens (`[entry]`): a members-only line. The shop signs a short-lived token for a
 //! signed-in customer (claims `key`, the customer id, and `exp`, both required; `room`
-//! optional, the room's id when present), and sends the customer to any protected URL with it as
+//! optional, the room's id when present; `contact` optional, the shop's own key for reaching the
+//! person, passed to the `[notify]` webhook when the customer is called), and sends the customer to any protected URL with it as
 //! the query parameter `wr_entry`. The proxy checks it, gives the customer's key its one place
 //! (the same place from any device or address), and redirects to the same URL without it, so
 //! the token never reaches the origin nor stays in the address bar.
@@ -26,6 +27,16 @@ struct Claims {
     exp: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     room: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    contact: Option<String>,
+}
+
+/// What a valid entry token says of its customer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub key: String,
+    /// Opaque to the proxy, at most `MAX_CONTACT_BYTES`; None when absent or blank.
+    pub contact: Option<String>,
 }
 
 /// Why an entry token was refused, as the JSON's `reason` and the metric's `result` say it.
@@ -37,6 +48,9 @@ pub enum EntryRefusal {
     /// Signed for another room.
     OtherRoom,
 }
+
+/// A contact longer than this makes the token forged: the shop's key for a person, not a letter.
+pub const MAX_CONTACT_BYTES: usize = 256;
 
 impl EntryRefusal {
     /// What `waitroom_entries_total` counts it as.
@@ -81,8 +95,8 @@ impl EntryVerifier {
         })
     }
 
-    /// The customer key a token for room `room` carries.
-    pub fn key_of(&self, token: &str, room: &str) -> Result<String, EntryRefusal> {
+    /// The customer key (and contact) a token for room `room` carries.
+    pub fn key_of(&self, token: &str, room: &str) -> Result<Member, EntryRefusal> {
         if token.len() > MAX_TOKEN_LEN {
             return Err(EntryRefusal::Forged);
         }
@@ -98,22 +112,35 @@ impl EntryVerifier {
         if claims.key.trim().is_empty() {
             return Err(EntryRefusal::Forged);
         }
-        Ok(claims.key)
+        if claims
+            .contact
+            .as_ref()
+            .is_some_and(|c| c.len() > MAX_CONTACT_BYTES)
+        {
+            return Err(EntryRefusal::Forged);
+        }
+        Ok(Member {
+            key: claims.key,
+            contact: claims.contact.filter(|c| !c.trim().is_empty()),
+        })
     }
 }
 
-/// An HS256 entry token for `key`, valid until `exp` (Unix seconds), for `room` if named: what
-/// the shop's sign-in does, for demos and tests (`waitroom-proxy sign-entry`).
+/// An HS256 entry token for `key`, valid until `exp` (Unix seconds), for `room` if named, with
+/// `contact` if given: what the shop's sign-in does, for demos and tests (`waitroom-proxy
+/// sign-entry`).
 pub fn sign(
     secret: &str,
     key: &str,
     exp: u64,
     room: Option<&str>,
+    contact: Option<&str>,
 ) -> Result<String, jsonwebtoken::errors::Error> {
     let claims = Claims {
         key: key.to_owned(),
         exp,
         room: room.map(str::to_owned),
+        contact: contact.map(str::to_owned),
     };
     jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),
@@ -173,30 +200,58 @@ mod tests {
     #[test]
     fn a_token_gives_its_key_in_its_room_only() {
         let v = verifier();
-        let any_room = sign(SECRET, "alice", now() + 60, None).unwrap();
-        assert_eq!(v.key_of(&any_room, "drop").as_deref(), Ok("alice"));
-        let this_room = sign(SECRET, "bob", now() + 60, Some("drop")).unwrap();
-        assert_eq!(v.key_of(&this_room, "drop").as_deref(), Ok("bob"));
+        let any_room = sign(SECRET, "alice", now() + 60, None, None).unwrap();
+        assert_eq!(
+            v.key_of(&any_room, "drop").map(|m| m.key).as_deref(),
+            Ok("alice")
+        );
+        let this_room = sign(SECRET, "bob", now() + 60, Some("drop"), None).unwrap();
+        assert_eq!(
+            v.key_of(&this_room, "drop").map(|m| m.key).as_deref(),
+            Ok("bob")
+        );
         assert_eq!(v.key_of(&this_room, "other"), Err(EntryRefusal::OtherRoom));
     }
 
     #[test]
     fn expired_forged_and_keyless_tokens_are_refused() {
         let v = verifier();
-        let old = sign(SECRET, "alice", now() - 60, None).unwrap();
+        let old = sign(SECRET, "alice", now() - 60, None, None).unwrap();
         assert_eq!(v.key_of(&old, "r"), Err(EntryRefusal::Expired));
         let other_secret = sign(
             "another-secret-another-secret-another!",
             "alice",
             now() + 60,
             None,
+            None,
         )
         .unwrap();
         assert_eq!(v.key_of(&other_secret, "r"), Err(EntryRefusal::Forged));
         assert_eq!(v.key_of("not.a.token", "r"), Err(EntryRefusal::Forged));
-        let keyless = sign(SECRET, " ", now() + 60, None).unwrap();
+        let keyless = sign(SECRET, " ", now() + 60, None, None).unwrap();
         assert_eq!(v.key_of(&keyless, "r"), Err(EntryRefusal::Forged));
         assert_eq!(v.key_of(&"a".repeat(5000), "r"), Err(EntryRefusal::Forged));
+    }
+
+    #[test]
+    fn a_contact_is_carried_blank_is_none_and_too_long_is_refused() {
+        let v = verifier();
+        let with = sign(SECRET, "alice", now() + 60, None, Some("crm:8812")).unwrap();
+        assert_eq!(
+            v.key_of(&with, "r"),
+            Ok(Member {
+                key: "alice".into(),
+                contact: Some("crm:8812".into())
+            })
+        );
+        let blank = sign(SECRET, "alice", now() + 60, None, Some(" ")).unwrap();
+        assert_eq!(v.key_of(&blank, "r").map(|m| m.contact), Ok(None));
+        let longest = "c".repeat(MAX_CONTACT_BYTES);
+        let at_limit = sign(SECRET, "alice", now() + 60, None, Some(&longest)).unwrap();
+        assert!(v.key_of(&at_limit, "r").is_ok());
+        let over = format!("{longest}c");
+        let too_long = sign(SECRET, "alice", now() + 60, None, Some(&over)).unwrap();
+        assert_eq!(v.key_of(&too_long, "r"), Err(EntryRefusal::Forged));
     }
 
     #[test]

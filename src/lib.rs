@@ -13,6 +13,7 @@ pub mod core;
 pub mod entry;
 pub mod gate;
 pub mod language;
+pub mod notify;
 pub mod observe;
 pub mod proxy;
 pub mod request;

@@ -75,6 +75,10 @@ enum Command {
         /// The room's id, when the token is for one room only.
         #[arg(long)]
         room: Option<String>,
+        /// The shop's key for reaching the customer, sent to [notify] webhook_url when called
+        /// (at most 256 bytes).
+        #[arg(long)]
+        contact: Option<String>,
     },
 }
 
@@ -141,9 +145,18 @@ fn main() -> ExitCode {
                 key,
                 ttl,
                 room,
+                contact,
             }),
             _,
-        ) => sign_entry(&config, &key, ttl, room.as_deref()),
+        ) => sign_entry(
+            &config,
+            &waitroom::tools::sign_entry::Wanted {
+                key: &key,
+                ttl,
+                room: room.as_deref(),
+                contact: contact.as_deref(),
+            },
+        ),
         (None, Some(config)) => run(&config, cli.test, cli.dev, cli.upgrade),
         (None, None) => {
             eprintln!("waitroom-proxy: --config FILE is required");
@@ -153,14 +166,14 @@ fn main() -> ExitCode {
 }
 
 /// `waitroom-proxy sign-entry`: the token on standard output; exit 2 on a bad file or key.
-fn sign_entry(path: &Path, key: &str, ttl: Duration, room: Option<&str>) -> ExitCode {
+fn sign_entry(path: &Path, wanted: &waitroom::tools::sign_entry::Wanted<'_>) -> ExitCode {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let signed = ConfigFile::read(path)
         .map_err(|e| e.to_string())
         .and_then(|file| {
-            waitroom::tools::sign_entry::sign_entry(&file, &ProcessEnvironment, key, ttl, room, now)
+            waitroom::tools::sign_entry::sign_entry(&file, &ProcessEnvironment, wanted, now)
                 .map_err(|e| e.to_string())
         });
     match signed {

@@ -32,7 +32,7 @@ fn now() -> u64 {
 }
 
 fn token(key: &str, exp: u64, room: Option<&str>) -> String {
-    waitroom::entry::sign(ENTRY_SECRET, key, exp, room).unwrap()
+    waitroom::entry::sign(ENTRY_SECRET, key, exp, room, None).unwrap()
 }
 
 /// A client that keeps the waiting-room cookie and does not follow redirects: the test reads
@@ -139,6 +139,7 @@ async fn forged_expired_and_other_room_tokens_are_refused_with_a_reason() {
         "another-secret-another-secret-another!",
         "alice",
         now() + 600,
+        None,
         None,
     )
     .unwrap();

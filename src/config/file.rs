@@ -43,6 +43,8 @@ pub struct ConfigFile {
     pub rate_limit: RateLimitSection,
     #[serde(default)]
     pub autopilot: AutopilotSection,
+    #[serde(default)]
+    pub notify: NotifySection,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -663,6 +665,44 @@ impl std::fmt::Debug for EntrySection {
             .field("secret", &masked_secret(self.secret.as_deref()))
             .field("public_key", &self.public_key)
             .field("login_url", &self.login_url)
+            .finish()
+    }
+}
+
+/// `[notify]`: a signed POST to the shop when a visitor who gave a contact key is called.
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NotifySection {
+    /// Left out: no webhook.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_url: Option<String>,
+    /// The HMAC key; prefer the WR_NOTIFY_SECRET variable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// Notifications waiting to be sent, over every room; more are dropped and counted.
+    pub queue_size: usize,
+}
+
+/// Room for a burst of calls (a whole `burst` called in one tick) while the shop's receiver is slow.
+pub const DEFAULT_NOTIFY_QUEUE_SIZE: usize = 10_000;
+
+impl Default for NotifySection {
+    fn default() -> Self {
+        Self {
+            webhook_url: None,
+            secret: None,
+            queue_size: DEFAULT_NOTIFY_QUEUE_SIZE,
+        }
+    }
+}
+
+/// By hand: `secret` must not show in a debug print.
+impl std::fmt::Debug for NotifySection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifySection")
+            .field("webhook_url", &self.webhook_url)
+            .field("secret", &masked_secret(self.secret.as_deref()))
+            .field("queue_size", &self.queue_size)
             .finish()
     }
 }

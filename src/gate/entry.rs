@@ -17,17 +17,21 @@ impl Gate {
         req: &Request<'_>,
         settings: &RoomSettings,
     ) -> Decision {
-        let key = match verifier.key_of(token, &self.room.id) {
-            Ok(key) => key,
+        let member = match verifier.key_of(token, &self.room.id) {
+            Ok(member) => member,
             Err(refused) => {
                 self.room.metrics.entry(refused.result());
                 return Decision::Answer(Answer::EntryRefused(refused));
             }
         };
         self.room.metrics.entry(EntryResult::Entered);
-        let then = self
-            .member(self.rules.signer.member_id(&key), req, settings)
-            .await;
+        let id = self.rules.signer.member_id(&member.key);
+        let then = self.member(id.clone(), req, settings).await;
+        if let (Some(contact), Some(contacts)) = (&member.contact, &self.room.contacts)
+            && matches!(then, Decision::Answer(Answer::Wait(_)))
+        {
+            contacts.note(&id, contact, self.room.clock.now_ms());
+        }
         Decision::Answer(Answer::Entered {
             target: entry::without_token(req.path, req.query),
             then: Box::new(then),

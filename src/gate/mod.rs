@@ -423,7 +423,12 @@ impl Gate {
     /// `POST /__waitroom/leave`: gives up the place or ends the pass.
     pub async fn leave(&self, req: &Request<'_>) -> Result<bool, StoreError> {
         match self.token(req) {
-            Some(Token::Ticket(t)) => self.room.store.leave_queue(&t.id).await,
+            Some(Token::Ticket(t)) => {
+                if let Some(contacts) = &self.room.contacts {
+                    contacts.forget(&t.id);
+                }
+                self.room.store.leave_queue(&t.id).await
+            }
             Some(Token::Pass(p)) => self.end_pass(&p.id).await,
             None => Ok(false),
         }
@@ -515,6 +520,11 @@ impl Gate {
     /// order against its arrival.
     fn claimed(&self, ticket: &Ticket, called_at: Millis) {
         self.room.metrics.admitted.inc();
+        // Claimed here before the loop saw the call (a fast poll, another instance leading):
+        // the contact is told all the same, once.
+        if let Some(contacts) = &self.room.contacts {
+            contacts.called(std::slice::from_ref(&ticket.id), called_at);
+        }
         // Tickets from before `arrived_at` existed carry their arrival in their place.
         let arrived_at = if ticket.arrived_at > 0 {
             ticket.arrived_at

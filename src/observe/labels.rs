@@ -152,6 +152,33 @@ impl EntryResult {
     }
 }
 
+/// What became of a `[notify]` webhook call, as `waitroom_notifications_total` counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotifyResult {
+    /// The receiver answered 2xx.
+    Sent,
+    /// Every try failed (an error status, a timeout, no connection).
+    Failed,
+    /// Never tried: the queue was full, or the room already held as many contacts as it keeps.
+    Dropped,
+}
+
+impl NotifyResult {
+    pub const ALL: [NotifyResult; 3] = [
+        NotifyResult::Sent,
+        NotifyResult::Failed,
+        NotifyResult::Dropped,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            NotifyResult::Sent => "sent",
+            NotifyResult::Failed => "failed",
+            NotifyResult::Dropped => "dropped",
+        }
+    }
+}
+
 /// Every `kind` of `waitroom_upstream_errors_total`, in the order of [`UpstreamFailure`].
 pub const UPSTREAM_ERROR_KINDS: [&str; 5] = ["connect", "tls", "timeout", "status", "resolve"];
 

@@ -2,8 +2,8 @@
 //! family labelled with the room, each room's series resolved once (`Metrics`).
 
 use super::labels::{
-    ChallengeResult, EntryResult, ORIGIN_CLASSES, Outcome, ProofResult, StreamRefusal,
-    UpgradeRefusal, UpstreamFailure,
+    ChallengeResult, EntryResult, NotifyResult, ORIGIN_CLASSES, Outcome, ProofResult,
+    StreamRefusal, UpgradeRefusal, UpstreamFailure,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -44,6 +44,7 @@ pub const NAMES: &[&str] = &[
     "waitroom_proofs_total",
     "waitroom_proof_seeds_total",
     "waitroom_entries_total",
+    "waitroom_notifications_total",
     "waitroom_autopilot_total_active_users",
     "waitroom_autopilot_new_users_per_minute",
     "waitroom_origin_inflight",
@@ -126,6 +127,7 @@ pub struct Metrics {
     /// Proof-of-work seeds handed out (each a challenge shown; nothing stored for it).
     pub proof_seeds: IntCounter,
     entries: [IntCounter; 5],
+    notifications: [IntCounter; NotifyResult::ALL.len()],
     /// The limits in force (the autopilot's setpoint, or the room's own when it is off).
     pub autopilot_total_active_users: IntGauge,
     pub autopilot_new_users_per_minute: IntGauge,
@@ -201,6 +203,7 @@ pub struct MetricsRegistry {
     proofs: IntCounterVec,
     proof_seeds: IntCounterVec,
     entries: IntCounterVec,
+    notifications: IntCounterVec,
     autopilot_total_active_users: IntGaugeVec,
     autopilot_new_users_per_minute: IntGaugeVec,
     origin_inflight: IntGaugeVec,
@@ -398,6 +401,12 @@ impl MetricsRegistry {
                  other_room) and newcomers without one (required)",
                 &["room", "result"],
             ),
+            notifications: counter(
+                "waitroom_notifications_total",
+                "[notify] webhook calls of visitors called: sent, failed (after every retry), \
+                 dropped (the queue or the room's contacts full)",
+                &["room", "result"],
+            ),
             autopilot_total_active_users: gauge(
                 "waitroom_autopilot_total_active_users",
                 "total_active_users in force: the autopilot's, or the room's own when it is off",
@@ -505,6 +514,8 @@ impl MetricsRegistry {
             proofs: ProofResult::ALL.map(|r| self.proofs.with_label_values(&with(r.label()))),
             proof_seeds: self.proof_seeds.with_label_values(&[id]),
             entries: EntryResult::ALL.map(|r| self.entries.with_label_values(&with(r.label()))),
+            notifications: NotifyResult::ALL
+                .map(|r| self.notifications.with_label_values(&with(r.label()))),
             autopilot_total_active_users: self
                 .autopilot_total_active_users
                 .with_label_values(&[id]),
@@ -546,6 +557,15 @@ impl Metrics {
 
     pub fn entry(&self, result: EntryResult) {
         self.entries[result as usize].inc();
+    }
+
+    pub fn notification(&self, result: NotifyResult) {
+        self.notifications[result as usize].inc();
+    }
+
+    /// What `waitroom_notifications_total` counted so far with `result`.
+    pub fn notifications(&self, result: NotifyResult) -> u64 {
+        self.notifications[result as usize].get()
     }
 
     pub fn proof(&self, result: ProofResult) {

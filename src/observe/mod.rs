@@ -10,8 +10,9 @@ mod labels;
 mod metrics;
 
 pub use labels::{
-    ChallengeResult, EntryResult, ORIGIN_CLASSES, Outcome, ProofResult, STREAM_REFUSALS,
-    StreamRefusal, UPGRADE_REFUSALS, UPSTREAM_ERROR_KINDS, UpgradeRefusal, UpstreamFailure,
+    ChallengeResult, EntryResult, NotifyResult, ORIGIN_CLASSES, Outcome, ProofResult,
+    STREAM_REFUSALS, StreamRefusal, UPGRADE_REFUSALS, UPSTREAM_ERROR_KINDS, UpgradeRefusal,
+    UpstreamFailure,
 };
 pub use metrics::{HISTOGRAMS, Metrics, MetricsRegistry, NAMES, OriginMetrics, PROCESS_NAMES};
 pub use metrics::{ORIGIN_BOUNDS, WAIT_BOUNDS};

@@ -451,8 +451,11 @@ impl RoomLoop {
         let epoch = self.room.store.epoch().await?;
         let polled = self.room.pollers.take();
         let limits = self.room.settings.now().limits();
-        // Nobody polled: nothing to slide and nobody to ask about, so no call.
-        let called = if polled.is_empty() {
+        // Nobody polled and no contact held here: nothing to slide and nobody to ask about, so
+        // no call. A contact alone asks (with no heartbeat slid): its visitor may be polling
+        // another instance, or claim its call before this loop sees it.
+        let contacts_held = self.room.contacts.as_ref().is_some_and(|c| !c.is_empty());
+        let called = if polled.is_empty() && !contacts_held {
             Vec::new()
         } else {
             match self.room.store.keep_alive(&polled, &limits).await {
@@ -465,6 +468,9 @@ impl RoomLoop {
         };
         let counts = self.room.store.counts().await?;
         let now = self.room.clock.now_ms();
+        if let Some(contacts) = &self.room.contacts {
+            contacts.called(&called, now);
+        }
         *self
             .last_counts
             .lock()

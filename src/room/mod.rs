@@ -25,6 +25,7 @@ use crate::config::RoomSettings;
 use crate::config::model::AutopilotConfig;
 use crate::core::autopilot::Status;
 use crate::core::sharing::PassLimits;
+use crate::notify::{Contacts, Outbox};
 use crate::observe::MetricsRegistry;
 use crate::store::{Observed, Store, StoreHealth};
 
@@ -42,6 +43,8 @@ pub struct Room {
     pub pollers: Arc<Pollers>,
     pub pilot: Arc<Pilot>,
     pub pass_use: Arc<PassLedger>,
+    /// `[notify]`: the contacts of the visitors who joined here, None without a webhook.
+    pub contacts: Option<Arc<Contacts>>,
 }
 
 impl Room {
@@ -75,6 +78,7 @@ impl Room {
             health,
             pollers: Arc::new(Pollers::default()),
             pass_use: Arc::new(PassLedger::new(PassLimits::OFF)),
+            contacts: None,
             clock,
             metrics,
             pulse,
@@ -84,6 +88,13 @@ impl Room {
     /// The room's `[autopilot]` (off unless given).
     pub fn with_autopilot(self, config: AutopilotConfig) -> Self {
         self.pilot.reconfigure(config);
+        self
+    }
+
+    /// `[notify]`'s queue: the room holds its visitors' contacts to tell the shop when called.
+    pub fn with_contacts(mut self, outbox: Option<Outbox>) -> Self {
+        self.contacts =
+            outbox.map(|outbox| Arc::new(Contacts::new(&self.id, outbox, self.metrics.clone())));
         self
     }
 

@@ -81,6 +81,8 @@ fn changed_sections(running: &ConfigFile, fresh: &ConfigFile) -> Vec<String> {
     check("log", !same(&running.log, &fresh.log));
     check("turnstile", !same(&running.turnstile, &fresh.turnstile));
     check("rate_limit", !same(&running.rate_limit, &fresh.rate_limit));
+    // The webhook's queue and sender are made once, at start.
+    check("notify", !same(&running.notify, &fresh.notify));
     // [autopilot] is not among them: a reload applies it (below).
     for (i, (was, is)) in running.rooms.iter().zip(&fresh.rooms).enumerate() {
         check(&format!("rooms[{i}].page"), !same(&was.page, &is.page));
@@ -233,5 +235,19 @@ impl Reloader {
             ),
             Err(e) => log::error!(file = from.as_str(); "reload refused, nothing changed: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_webhook_waits_for_a_restart() {
+        let running = ConfigFile::parse("[origin]\naddress = \"127.0.0.1:9\"\n").unwrap();
+        let mut fresh = running.clone();
+        assert!(changed_sections(&running, &fresh).is_empty());
+        fresh.notify.webhook_url = Some("https://shop.example/hook".into());
+        assert_eq!(changed_sections(&running, &fresh), ["notify"]);
     }
 }

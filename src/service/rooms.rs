@@ -11,6 +11,7 @@ use crate::config::model::{Backend, RoomConfig};
 use crate::core::history::Start;
 use crate::entry::EntryVerifier;
 use crate::gate::{Gate, GateRules, ProofRule, TurnstileRule};
+use crate::notify::Outbox;
 use crate::observe::MetricsRegistry;
 use crate::proxy::Front;
 use crate::request::view::Reserved;
@@ -29,6 +30,8 @@ pub(super) struct Common<'a> {
     pub metrics: &'a MetricsRegistry,
     pub turnstile: Option<Arc<Turnstile>>,
     pub entry: Option<Arc<EntryVerifier>>,
+    /// `[notify]`'s queue, when the shop has a webhook.
+    pub outbox: Option<Outbox>,
 }
 
 /// One room's parts, each handed to the service that runs it.
@@ -55,7 +58,8 @@ pub(super) fn assemble(
             common.metrics,
         )
         .with_autopilot(room_config.autopilot.clone())
-        .with_pass_limits(config.pass.limits),
+        .with_pass_limits(config.pass.limits)
+        .with_contacts(common.outbox.clone()),
     );
     // Each rule's series exists from the start, at 0: `rate()` needs a sample before the first.
     for rule in &room_config.settings.rules {

@@ -21,6 +21,7 @@ use super::rooms::{Common, assemble};
 use super::stores::open_stores;
 use crate::config::Config;
 use crate::entry::EntryVerifier;
+use crate::notify::Outbox;
 use crate::observe::MetricsRegistry;
 use crate::proxy::Connections;
 use crate::proxy::origin::{OriginAddresses, OriginResolver};
@@ -81,8 +82,16 @@ pub fn build(
         open_files.hard
     );
 
+    let (outbox, delivery) = match &config.notify {
+        Some(notify) => {
+            let (outbox, delivery) = Outbox::new(notify).map_err(StartError::Notify)?;
+            (Some(outbox), Some(delivery))
+        }
+        None => (None, None),
+    };
     let common = Common {
         config,
+        outbox,
         clock: options.clock.clone(),
         metrics: &metrics,
         turnstile: config
@@ -158,6 +167,12 @@ pub fn build(
         origin,
         demo,
     );
+    if let Some(delivery) = delivery {
+        server.add_service(GenBackgroundService::new(
+            "waitroom notify".to_owned(),
+            Arc::new(delivery),
+        ));
+    }
     // With --upgrade, this waits (up to 5 s) for the old process to send its sockets.
     server.bootstrap();
     if let Some(path) = &config.pid_file {

@@ -37,6 +37,8 @@ pub enum StartError {
     Turnstile(#[from] ClientError),
     #[error("entry: the key cannot check tokens: {0}")]
     Entry(#[from] jsonwebtoken::errors::Error),
+    #[error("notify: cannot make the webhook's client: {0}")]
+    Notify(#[source] reqwest::Error),
     #[error("cannot read the open-file limit: {0}")]
     OpenFiles(#[from] nix::Error),
     #[error("page.template {path}: {reason}")]

@@ -487,6 +487,12 @@ pub async fn keep_alive_slides_heartbeats_and_lists_the_called<S: Store>(
         store.keep_alive(&ids, &l).await.unwrap(),
         vec!["a".to_owned()]
     );
+    // With no ids (a `[notify]` contact held, nobody polling) it still answers who is called,
+    // and slides no heartbeat (c is still dropped below).
+    assert_eq!(
+        store.keep_alive(&[], &l).await.unwrap(),
+        vec!["a".to_owned()]
+    );
     clock.advance(Duration::from_secs(15));
     let fence = lead(&store).await;
     let report = store.admission_round(&l, fence).await.unwrap();

@@ -7,6 +7,7 @@ mod canonical;
 mod entry;
 mod listen;
 mod log;
+mod notify;
 mod origin;
 mod page;
 pub mod page_template;
@@ -34,6 +35,7 @@ pub use listen::{
     UPGRADE_SOCKET_NAME,
 };
 pub use log::{LogConfig, LogFormat};
+pub use notify::NotifyConfig;
 pub use origin::{OriginConfig, ProtectedResponses};
 pub use page::Branding;
 pub use page_template::PageTemplate;
@@ -147,6 +149,8 @@ pub struct Config {
     pub proof_of_work: ProofOfWorkConfig,
     /// `[entry]`, when the line is for members only.
     pub entry: Option<EntryConfig>,
+    /// `[notify]`, when the shop has a webhook.
+    pub notify: Option<NotifyConfig>,
     /// The effective file (defaults filled in, environment applied), for `--test`.
     pub file: ConfigFile,
     /// The file this was loaded from: reloads read it again.
@@ -189,6 +193,7 @@ const PLAIN_SECTIONS: &[&str] = &[
     "entry",
     "rate_limit",
     "autopilot",
+    "notify",
 ];
 
 /// `file` without the `section.key`s named (back to their defaults), or None when that takes
@@ -402,6 +407,7 @@ impl Config {
         );
         let proof_of_work = keep(&mut errors, proof::proof_of_work(&file.proof_of_work));
         let entry = keep(&mut errors, entry::entry(&mut file.entry, env, base_dir));
+        let notify = keep(&mut errors, notify::notify(&mut file.notify, env));
         if let (Some(admin), Some(listen)) = (&admin_address, &listen)
             && *admin == listen.address
         {
@@ -425,6 +431,7 @@ impl Config {
             Some(turnstile),
             Some(proof_of_work),
             Some(entry),
+            Some(notify),
         ) = (
             pass_secret,
             admin_token,
@@ -440,6 +447,7 @@ impl Config {
             turnstile,
             proof_of_work,
             entry,
+            notify,
         )
         else {
             return Err(ConfigError::all(errors));
@@ -476,6 +484,7 @@ impl Config {
             turnstile,
             proof_of_work,
             entry,
+            notify,
             file,
             source: None,
             dev,

@@ -14,6 +14,7 @@ pub const ENV_JWT_SECRET: &str = "WR_JWT_SECRET";
 pub const ENV_ADMIN_TOKEN: &str = "WR_ADMIN_TOKEN";
 pub const ENV_TURNSTILE_SECRET: &str = "WR_TURNSTILE_SECRET";
 pub const ENV_ENTRY_SECRET: &str = "WR_ENTRY_SECRET";
+pub const ENV_NOTIFY_SECRET: &str = "WR_NOTIFY_SECRET";
 
 const MASK: &str = "********";
 
@@ -98,6 +99,7 @@ impl Config {
         }
         mask(&mut file.store.sentinel_password);
         mask(&mut file.entry.secret);
+        mask(&mut file.notify.secret);
         file.store.url = file.store.url.as_deref().map(masked_url);
         let rooms = file
             .room
