@@ -6,8 +6,7 @@
 
 mod common;
 
-use std::process::Command;
-
+use common::process::config_test;
 use common::proxy::{Sections, TestProxy, Visitor};
 use common::redis_server::RedisServer;
 
@@ -127,26 +126,6 @@ async fn on_redis_a_pass_from_one_proxy_serves_every_route_on_the_other() {
     assert_eq!(reached, ["/drop", "/cart", "/checkout/done"]);
 }
 
-/// Runs `--test` on `text`: its exit code and its stderr.
-fn check(text: &str) -> (Option<i32>, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("drop.toml");
-    std::fs::write(&path, text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
-        .arg("--config")
-        .arg(&path)
-        .arg("--test")
-        .env("WR_JWT_SECRET", "0123456789abcdef0123456789abcdef-secret")
-        .env("WR_ADMIN_TOKEN", "0123456789abcdef0123456789abcdef-token")
-        .env_remove("WR_REDIS_URL")
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 const ORIGIN: &str = "[origin]\naddress = \"127.0.0.1:3000\"\n";
 
 #[test]
@@ -158,7 +137,7 @@ fn rooms_claiming_one_route_are_refused_by_test_naming_both() {
          routes = [{{ path = \"/checkout\" }}, {{ path = \"/cart\" }}]\n\
          total_active_users = 5\nnew_users_per_minute = 5\n"
     );
-    let (code, stderr) = check(&text);
+    let (code, stderr) = config_test(&text);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains(
@@ -174,7 +153,7 @@ fn rooms_claiming_one_route_are_refused_by_test_naming_both() {
          [[rooms]]\nid = \"sale\"\nhost = \"shop.example\"\npath = \"/sale\"\n\
          routes = [{{ path = \"/drop\" }}]\ntotal_active_users = 5\nnew_users_per_minute = 5\n"
     );
-    let (code, stderr) = check(&own);
+    let (code, stderr) = config_test(&own);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("rooms[1].routes[0]: shop.example/drop is claimed by rooms[0].path"),
@@ -190,7 +169,7 @@ fn a_route_on_a_second_host_or_repeated_is_refused_and_a_good_one_explained() {
              routes = [{routes}]\ntotal_active_users = 5\nnew_users_per_minute = 5\n"
         )
     };
-    let (code, stderr) = check(&room("{ host = \"checkout.example\", path = \"/pay\" }"));
+    let (code, stderr) = config_test(&room("{ host = \"checkout.example\", path = \"/pay\" }"));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains(
@@ -199,7 +178,7 @@ fn a_route_on_a_second_host_or_repeated_is_refused_and_a_good_one_explained() {
         ),
         "{stderr}"
     );
-    let (code, stderr) = check(&room(
+    let (code, stderr) = config_test(&room(
         "{ path = \"/cart\" }, { host = \"SHOP.example\", path = \"/cart\" }",
     ));
     assert_eq!(code, Some(2), "{stderr}");
@@ -207,20 +186,20 @@ fn a_route_on_a_second_host_or_repeated_is_refused_and_a_good_one_explained() {
         stderr.contains("room.routes[1]: repeats room.routes[0]"),
         "{stderr}"
     );
-    let (code, stderr) = check(&room("{ path = \"/drop\" }"));
+    let (code, stderr) = config_test(&room("{ path = \"/drop\" }"));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("room.routes[0]: repeats the room's own host and path"),
         "{stderr}"
     );
-    let (code, stderr) = check(&room("{ path = \"cart\" }"));
+    let (code, stderr) = config_test(&room("{ path = \"cart\" }"));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("room.routes[0].path: must start with '/'"),
         "{stderr}"
     );
 
-    let (code, stderr) = check(&room(
+    let (code, stderr) = config_test(&room(
         "{ path = \"/cart\" }, { host = \"shop.example\", path = \"/checkout\" }",
     ));
     assert_eq!(code, Some(0), "{stderr}");

@@ -8,9 +8,8 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::origin::StubOrigin;
+use common::process::config_test;
 use common::proxy::{Sections, TestProxy};
 
 const SECRET: &str = "preview-7f3a9c2e51d4";
@@ -391,26 +390,10 @@ async fn rules_change_live_and_the_admin_api_never_shows_a_secret() {
 
 /// `--test` on `room_extra` and `listen`: its exit code and stderr.
 fn check(room_extra: &str, listen: &str) -> (Option<i32>, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("drop.toml");
-    let text = format!(
+    config_test(&format!(
         "[listen]\n{listen}\n[origin]\naddress = \"127.0.0.1:3000\"\n[room]\nid = \"drop\"\n\
          path = \"/drop\"\ntotal_active_users = 5\nnew_users_per_minute = 5\n{room_extra}\n"
-    );
-    std::fs::write(&path, text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
-        .arg("--config")
-        .arg(&path)
-        .arg("--test")
-        .env("WR_JWT_SECRET", "0123456789abcdef0123456789abcdef-secret")
-        .env("WR_ADMIN_TOKEN", "0123456789abcdef0123456789abcdef-token")
-        .env_remove("WR_REDIS_URL")
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    ))
 }
 
 #[test]

@@ -131,3 +131,24 @@ pub fn wait_until(within: Duration, mut check: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// `waitroom-proxy --test` on a config written from `text` (with the secrets every config needs
+/// in the environment, and no Redis URL from outside): its exit code and its stderr.
+pub fn config_test(text: &str) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("drop.toml");
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_waitroom-proxy"))
+        .arg("--config")
+        .arg(&path)
+        .arg("--test")
+        .env("WR_JWT_SECRET", "0123456789abcdef0123456789abcdef-secret")
+        .env("WR_ADMIN_TOKEN", "0123456789abcdef0123456789abcdef-token")
+        .env_remove("WR_REDIS_URL")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
