@@ -15,7 +15,7 @@ use subtle::ConstantTimeEq;
 
 use crate::request::client::Cidr;
 use crate::request::route::{PathPattern, glob_match};
-use crate::request::view::Request;
+use crate::request::view::{Request, cookies_in};
 
 /// What follows when a rule holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,13 +122,13 @@ enum Reading {
 }
 
 impl Reading {
-    fn of<'a>(self, mut values: impl Iterator<Item = &'a str>, expected: &Expected) -> bool {
+    fn of<S: AsRef<str>>(self, mut values: impl Iterator<Item = S>, expected: &Expected) -> bool {
         match self {
-            Reading::Any => values.any(|v| expected.matches(v)),
+            Reading::Any => values.any(|v| expected.matches(v.as_ref())),
             Reading::Every => {
                 let mut seen = false;
                 for value in values {
-                    if !expected.matches(value) {
+                    if !expected.matches(value.as_ref()) {
                         return false;
                     }
                     seen = true;
@@ -149,10 +149,10 @@ impl Rule {
         };
         (when.paths.is_empty() || when.paths.iter().any(|p| p.matches(req.path)))
             && (when.methods.is_empty() || when.methods.contains(req.method))
-            && when.query.iter().all(|c| {
-                let values = query_values(req.query, &c.name);
-                reading.of(values.iter().map(String::as_str), &c.value)
-            })
+            && when
+                .query
+                .iter()
+                .all(|c| reading.of(query_values(req.query, &c.name), &c.value))
             && when
                 .headers
                 .iter()
@@ -160,7 +160,7 @@ impl Rule {
             && when
                 .cookies
                 .iter()
-                .all(|c| reading.of(cookie_values(req.headers, &c.name), &c.value))
+                .all(|c| reading.of(cookies_in(req.headers, &c.name), &c.value))
             && (when.networks.is_empty()
                 || req.client_ip.is_some_and(|ip| in_any(&when.networks, ip)))
             && (when.countries.is_empty()
@@ -182,14 +182,13 @@ fn in_any(networks: &[Cidr], ip: IpAddr) -> bool {
 
 /// The values of parameter `name` in the query, names and values decoded (`%70review` is
 /// `preview`, `+` a space), as an origin's parser reads them.
-fn query_values(query: Option<&str>, name: &str) -> Vec<String> {
-    let Some(query) = query else {
-        return Vec::new();
-    };
-    form_urlencoded::parse(query.as_bytes())
-        .filter(|(n, _)| n == name)
-        .map(|(_, v)| v.into_owned())
-        .collect()
+fn query_values<'a>(
+    query: Option<&'a str>,
+    name: &'a str,
+) -> impl Iterator<Item = std::borrow::Cow<'a, str>> + 'a {
+    form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .filter(move |(n, _)| n == name)
+        .map(|(_, v)| v)
 }
 
 /// Every line of header `name`, surrounding spaces aside. A line that is not text is kept as a
@@ -199,26 +198,6 @@ fn header_values<'a>(headers: &'a http::HeaderMap, name: &str) -> impl Iterator<
         .get_all(name)
         .iter()
         .map(|v| v.to_str().map(str::trim).unwrap_or("\u{0}"))
-}
-
-/// Every value of cookie `name` in any Cookie line, without surrounding quotes.
-fn cookie_values<'a>(
-    headers: &'a http::HeaderMap,
-    name: &'a str,
-) -> impl Iterator<Item = &'a str> + 'a {
-    headers
-        .get_all(http::header::COOKIE)
-        .iter()
-        .filter_map(|line| line.to_str().ok())
-        .flat_map(|line| line.split(';'))
-        .filter_map(|pair| pair.split_once('='))
-        .filter(move |(n, _)| n.trim() == name)
-        .map(|(_, v)| {
-            let v = v.trim();
-            v.strip_prefix('"')
-                .and_then(|v| v.strip_suffix('"'))
-                .unwrap_or(v)
-        })
 }
 
 /// The first rule that holds for `req`, and its place.

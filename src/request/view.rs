@@ -275,13 +275,22 @@ fn country_in<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
 /// A scan of `name=value` pairs split at `;`, as RFC 6265 5.4 sends them: on every request, the
 /// `cookie` crate's full parse of each pair cost three times as much (BENCHMARKS.md).
 pub fn cookie_in<'a>(headers: &'a http::HeaderMap, name: &str) -> Option<&'a str> {
+    cookies_in(headers, name).next()
+}
+
+/// Every cookie of that name in any Cookie line, in order, each without surrounding quotes: what
+/// a rule that must see every copy reads.
+pub fn cookies_in<'h, 'n>(
+    headers: &'h http::HeaderMap,
+    name: &'n str,
+) -> impl Iterator<Item = &'h str> + use<'h, 'n> {
     headers
         .get_all(http::header::COOKIE)
         .iter()
         .filter_map(|line| line.to_str().ok())
         .flat_map(|line| line.split(';'))
         .filter_map(|pair| pair.split_once('='))
-        .find(|(n, _)| n.trim() == name)
+        .filter(move |(n, _)| n.trim() == name)
         .map(|(_, v)| {
             let v = v.trim();
             v.strip_prefix('"')
