@@ -1,8 +1,9 @@
 #![allow(clippy::unwrap_used)]
 //! One room over several routes (`routes = [...]`, Cloudflare's `additional_routes`): a full
 //! room queues every route, one pass serves them all, the most specific route wins across
-//! rooms, on the memory store and on two proxies sharing a real Redis; `--test` refuses a route
-//! two rooms claim and a route on a second host, and says what a room covers.
+//! rooms, on the memory store and on two proxies sharing a real Redis; with `cookie_domain` one
+//! pass serves a route on a second host; `--test` refuses a route two rooms claim, a route on a
+//! second host without a cookie domain over both, and says what a room covers.
 
 mod common;
 
@@ -126,7 +127,111 @@ async fn on_redis_a_pass_from_one_proxy_serves_every_route_on_the_other() {
     assert_eq!(reached, ["/drop", "/cart", "/checkout/done"]);
 }
 
+/// A drop on the shop's host whose payment lives on another host of the same domain.
+const DROP_OVER_TWO_HOSTS: &str = "host = \"shop.example.com\"\npath = \"/drop\"\n\
+     cookie_domain = \"example.com\"\n\
+     routes = [{ host = \"pay.example.com\", path = \"/checkout\" }]\n\
+     total_active_users = 1\nnew_users_per_minute = 100000\nsession_duration = \"1h\"";
+
+/// A browser on `host`: what it sends and keeps is the same on every host under the cookie's
+/// domain, which this visitor plays by changing its Host and keeping its cookie.
+fn on_host(proxy: &TestProxy, host: &str) -> Visitor {
+    let mut visitor = proxy.visitor();
+    visitor.host = Some(host.to_owned());
+    visitor
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_cookie_domain_one_pass_serves_a_route_on_a_second_host() {
+    let proxy = TestProxy::start(DROP_OVER_TWO_HOSTS);
+    let mut first = on_host(&proxy, "shop.example.com");
+    let admitted = first.get("/drop").await;
+    assert!(admitted.reached_origin(), "{}", admitted.body);
+    let pass = admitted
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("waitroom="))
+        .unwrap()
+        .to_owned();
+    assert!(pass.contains("Domain=example.com"), "{pass}");
+
+    // The room is full on the second host too: a newcomer there waits, its ticket for the
+    // whole domain, and the origin sees nothing of it.
+    let mut newcomer = on_host(&proxy, "pay.example.com");
+    let queued = newcomer.get("/checkout").await;
+    assert!(!queued.reached_origin(), "{}", queued.body);
+    assert!(
+        queued
+            .set_cookies()
+            .iter()
+            .any(|c| c.starts_with("waitroom=") && c.contains("Domain=example.com")),
+        "{:?}",
+        queued.set_cookies()
+    );
+
+    // The pass got on shop.example.com, sent by the browser to pay.example.com, lets its
+    // holder pay: one place for both hosts.
+    first.host = Some("pay.example.com".into());
+    let paid = first.get("/checkout/card").await;
+    assert!(paid.reached_origin(), "{}", paid.body);
+    assert_eq!(origin_saw(&proxy, "/checkout/card"), 1);
+    assert_eq!(origin_saw(&proxy, "/checkout"), 0);
+
+    // A host the room does not name is still refused, cookie or not.
+    first.host = Some("blog.example.com".into());
+    assert_eq!(first.get("/checkout").await.status, 421);
+
+    let state = proxy.state().await;
+    assert_eq!(state["occupancy"], 1, "{state}");
+    assert_eq!(state["queue_length"], 1, "{state}");
+}
+
 const ORIGIN: &str = "[origin]\naddress = \"127.0.0.1:3000\"\n";
+
+#[test]
+fn a_cookie_domain_must_cover_every_host_of_the_room() {
+    let room = |domain: &str, route_host: &str| {
+        format!(
+            "{ORIGIN}[room]\nid = \"drop\"\nhost = \"shop.example.com\"\npath = \"/drop\"\n\
+             cookie_domain = \"{domain}\"\n\
+             routes = [{{ host = \"{route_host}\", path = \"/checkout\" }}]\n\
+             total_active_users = 5\nnew_users_per_minute = 5\n"
+        )
+    };
+    let (code, stderr) = config_test(&room("example.com", "pay.example.net"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "room.routes[0].host: \"pay.example.net\" is not under room.cookie_domain \
+             (\"example.com\")"
+        ),
+        "{stderr}"
+    );
+    for (domain, reason) in [
+        ("com", "is a single label"),
+        ("127.0.0.1", "is an address"),
+        ("other.com", "is not room.host"),
+        // Only a whole label counts: ample.com is not above shop.example.com.
+        ("ample.com", "is not room.host"),
+    ] {
+        let (code, stderr) = config_test(&room(domain, "pay.example.com"));
+        assert_eq!(code, Some(2), "{domain}: {stderr}");
+        assert!(
+            stderr.contains(&format!("room.cookie_domain: \"{domain}\" {reason}")),
+            "{domain}: {stderr}"
+        );
+    }
+    let (code, stderr) = config_test(&room(".Example.COM", "pay.example.com"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "room \"drop\" covers shop.example.com/drop, pay.example.com/checkout: one line and \
+             one capacity; a pass got on any of them serves them all (its cookie is sent to every \
+             host under example.com, Path=/)"
+        ),
+        "{stderr}"
+    );
+}
 
 #[test]
 fn rooms_claiming_one_route_are_refused_by_test_naming_both() {

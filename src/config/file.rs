@@ -200,8 +200,8 @@ impl<'de> Deserialize<'de> for RoomEntry {
     }
 }
 
-/// The room: every key but `id`, `host`, `path` and `routes` can be changed live through the
-/// admin API.
+/// The room: every key but `id`, `host`, `path`, `routes` and `cookie_domain` can be changed
+/// live through the admin API.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoomSection {
@@ -216,6 +216,11 @@ pub struct RoomSection {
     /// `additional_routes`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteSection>,
+    /// The parent domain the visitor's cookie is sent to (its `Domain`), so that a pass got on
+    /// one of the room's hosts serves its routes on the others; left out, the cookie is the
+    /// host's alone and every route stays on the room's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie_domain: Option<String>,
     pub total_active_users: u64,
     pub new_users_per_minute: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

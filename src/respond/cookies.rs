@@ -11,6 +11,8 @@ use crate::token::{Pass, Signer, Ticket};
 
 pub struct CookieJar {
     name: String,
+    /// `room.cookie_domain`: sent to every host under it; None, the host's alone.
+    domain: Option<String>,
     secure: bool,
     same_site: cookie::SameSite,
     signer: Arc<Signer>,
@@ -18,10 +20,18 @@ pub struct CookieJar {
 }
 
 impl CookieJar {
-    /// `name`: the room's cookie (`pass.cookie_name`, with the room's id when there are several).
-    pub fn new(config: &PassConfig, name: &str, signer: Arc<Signer>, clock: SharedClock) -> Self {
+    /// `name`: the room's cookie (`pass.cookie_name`, with the room's id when there are several);
+    /// `domain`: the room's `cookie_domain`.
+    pub fn new(
+        config: &PassConfig,
+        name: &str,
+        domain: Option<&str>,
+        signer: Arc<Signer>,
+        clock: SharedClock,
+    ) -> Self {
         Self {
             name: name.to_owned(),
+            domain: domain.map(str::to_owned),
             secure: config.cookie_secure,
             same_site: match config.cookie_samesite {
                 SameSite::Strict => cookie::SameSite::Strict,
@@ -34,14 +44,16 @@ impl CookieJar {
     }
 
     fn set_cookie(&self, value: String, max_age_secs: i64) -> String {
-        Cookie::build((self.name.clone(), value))
+        let mut cookie = Cookie::build((self.name.clone(), value))
             .path("/")
             .max_age(cookie::time::Duration::seconds(max_age_secs))
             .http_only(true)
             .same_site(self.same_site)
-            .secure(self.secure)
-            .build()
-            .to_string()
+            .secure(self.secure);
+        if let Some(domain) = &self.domain {
+            cookie = cookie.domain(domain.clone());
+        }
+        cookie.build().to_string()
     }
 
     /// A Set-Cookie value that deletes the visitor's cookie.
@@ -89,8 +101,12 @@ mod tests {
         };
         let clock = ManualClock::new(1_000_000);
         let signer = Arc::new(Signer::new("room", &config.secret).unwrap());
-        let jar = CookieJar::new(&config, "waitroom", signer, clock);
+        let jar = CookieJar::new(&config, "waitroom", None, signer.clone(), clock.clone());
         let cleared = jar.clearing();
+        assert!(
+            !cleared.contains("Domain"),
+            "host-only by default: {cleared}"
+        );
         for attribute in [
             "waitroom=",
             "Path=/",
@@ -113,12 +129,19 @@ mod tests {
         // An expiry from a damaged store: an expired cookie, not an overflow.
         let damaged = Pass {
             expires_at: i64::MIN,
-            ..pass
+            ..pass.clone()
         };
         let set = jar.pass(&damaged).unwrap();
         assert!(
             set.contains("Max-Age=1;") || set.ends_with("Max-Age=1"),
             "{set}"
         );
+
+        // A room over several hosts: the cookie and its clearing both name the domain (a
+        // clearing without it would leave the domain's cookie in place).
+        let shared = CookieJar::new(&config, "waitroom", Some("example.com"), signer, clock);
+        for set in [shared.clearing(), shared.pass(&pass).unwrap()] {
+            assert!(set.contains("Domain=example.com"), "{set}");
+        }
     }
 }

@@ -83,7 +83,10 @@ pub(super) fn public(
         ProxySettings {
             routes: Routes::new(config.rooms.iter().map(|r| r.routes.clone())),
             sites: Sites::new(
-                config.rooms.iter().map(|r| r.routes[0].host.as_deref()),
+                config
+                    .rooms
+                    .iter()
+                    .flat_map(|r| r.routes.iter().map(|route| route.host.as_deref())),
                 &config.hosts,
             ),
             origin: config.origin.clone(),

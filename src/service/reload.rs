@@ -162,6 +162,7 @@ impl Reloader {
                 ("host", was.routes[0].host == is.routes[0].host),
                 ("path", was.routes[0].path == is.routes[0].path),
                 ("routes", was.routes == is.routes),
+                ("cookie_domain", was.cookie_domain == is.cookie_domain),
             ] {
                 if !same {
                     return Err(ReloadError::Fixed {

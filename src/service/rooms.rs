@@ -75,6 +75,7 @@ pub(super) fn assemble(
     let cookies = CookieJar::new(
         &config.pass,
         &room_config.cookie_name,
+        room_config.cookie_domain.as_deref(),
         signer.clone(),
         common.clock.clone(),
     );

@@ -399,6 +399,8 @@ pub struct Visitor {
     pub cookie: Option<String>,
     /// Sent as X-Forwarded-For: the visitor's address for a proxy that trusts 127.0.0.1.
     pub forwarded_for: Option<String>,
+    /// Sent as Host: the site a browser would be on (the proxy's address otherwise).
+    pub host: Option<String>,
 }
 
 pub struct Answer {
@@ -439,6 +441,7 @@ impl Visitor {
                 .unwrap(),
             cookie: None,
             forwarded_for: None,
+            host: None,
         }
     }
 
@@ -482,6 +485,9 @@ impl Visitor {
         }
         if let Some(address) = &self.forwarded_for {
             req = req.header("x-forwarded-for", address);
+        }
+        if let Some(host) = &self.host {
+            req = req.header("host", host);
         }
         let resp = req.send().await.unwrap();
         let status = resp.status().as_u16();

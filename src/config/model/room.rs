@@ -381,7 +381,7 @@ impl RoomSettings {
         let serde_json::Value::Object(changes) = patch else {
             return Err(invalid("body", "must be a JSON object of [room] keys"));
         };
-        for fixed in ["id", "host", "path", "routes"] {
+        for fixed in ["id", "host", "path", "routes", "cookie_domain"] {
             if changes.contains_key(fixed) {
                 return Err(invalid(
                     &format!("room.{fixed}"),
@@ -501,7 +501,7 @@ fn set_aside(section: &RoomSection, key: &str) -> Option<RoomSection> {
     let mut value = serde_json::to_value(section).ok()?;
     let fields = value.as_object_mut()?;
     match field {
-        "id" | "host" | "path" | "routes" => return None,
+        "id" | "host" | "path" | "routes" | "cookie_domain" => return None,
         "total_active_users" | "new_users_per_minute" => {
             fields.insert(field.to_owned(), 1.into());
         }

@@ -32,6 +32,9 @@ pub struct RoomConfig {
     /// The room's cookie: `pass.cookie_name` for `[room]`; `{cookie_name}-{id}` with `[[rooms]]`,
     /// so that one room's cookie never overwrites another's.
     pub cookie_name: String,
+    /// `room.cookie_domain`: the cookie's `Domain`, so that one pass serves the routes of every
+    /// host under it; None: the cookie is the host's alone (every route on the room's host).
+    pub cookie_domain: Option<String>,
 }
 
 impl RoomConfig {
@@ -42,9 +45,13 @@ impl RoomConfig {
             [one] => format!("room {:?} covers {one}", self.id),
             many => format!(
                 "room {:?} covers {}: one line and one capacity; a pass got on any of them \
-                 serves them all (its cookie is the host's, Path=/)",
+                 serves them all (its cookie is {}, Path=/)",
                 self.id,
-                many.join(", ")
+                many.join(", "),
+                match &self.cookie_domain {
+                    Some(domain) => format!("sent to every host under {domain}"),
+                    None => "the host's".to_owned(),
+                }
             ),
         }];
         lines.extend(
@@ -204,10 +211,13 @@ fn one_room(
     );
     let mut path = None;
     keep(canonical::room_path(&section.path).map(|p| path = Some(p)));
+    let mut domain = None;
+    keep(cookie_domain(section).map(|d| domain = Some(d)));
+    let domain = domain.flatten();
     let mut more_routes: Vec<(usize, Route)> = Vec::new();
     for (i, route) in section.routes.iter().enumerate() {
         keep(
-            more_route(section, i, route)
+            more_route(section, domain.as_deref(), i, route)
                 .and_then(|r| distinct_in_room(section, &more_routes, r, i))
                 .map(|r| more_routes.push((i, r))),
         );
@@ -252,6 +262,7 @@ fn one_room(
                 autopilot,
                 settings,
                 cookie_name,
+                cookie_domain: domain,
             };
             rules_can_hold(&room.routes, &room.settings.rules, country_known)
                 .map_err(|e| place.rename(e))?;
@@ -328,11 +339,16 @@ fn unanchored(key: &str, patterns: &[String], what: &str) -> Vec<String> {
         .collect()
 }
 
-/// `room.routes[i]`: a path prefix on the room's host. A pass is a host-only cookie (no
-/// `Domain`, so that no other site under the same domain receives it): a browser never sends a
-/// pass got on one host to another, so a route on a second host could share the room's line and
-/// capacity but not its passes. Refused, with where to put such a path instead.
-fn more_route(section: &RoomSection, i: usize, route: &RouteSection) -> Result<Route, ConfigError> {
+/// `room.routes[i]`: a path prefix, on the room's host or, with `cookie_domain`, on another host
+/// under that domain. A pass is a cookie: without `Domain` a browser never sends a pass got on
+/// one host to another, so a route on a second host could share the room's line and capacity
+/// but not its passes. Refused then, with what would make it work.
+fn more_route(
+    section: &RoomSection,
+    cookie_domain: Option<&str>,
+    i: usize,
+    route: &RouteSection,
+) -> Result<Route, ConfigError> {
     let key = format!("room.routes[{i}]");
     let host = route
         .host
@@ -344,15 +360,38 @@ fn more_route(section: &RoomSection, i: usize, route: &RouteSection) -> Result<R
         .as_deref()
         .map(|h| canonical::host("room.host", h))
         .transpose()?;
-    let host = match (host, room_host) {
-        (None, room_host) => room_host,
-        (Some(host), Some(room_host)) if host == room_host => Some(host),
-        (Some(host), room_host) => {
+    let host = match (host, room_host, cookie_domain) {
+        (None, room_host, _) => room_host,
+        (Some(host), Some(room_host), _) if host == room_host => Some(host),
+        (Some(host), Some(_), Some(domain)) if under_domain(&host, domain) => Some(host),
+        (Some(host), Some(room_host), Some(domain)) => {
             return Err(invalid(
                 &format!("{key}.host"),
                 format!(
-                    "{host:?} is not the room's host ({}): a pass is a cookie of one host,                      which the browser never sends to another, so a pass got on one would not                      serve the other; leave host out (the room's), or give {host} a room of its                      own",
-                    room_host.as_deref().unwrap_or("any host")
+                    "{host:?} is not under room.cookie_domain ({domain:?}): the browser would \
+                     not send it the pass got on {room_host}; give {host} a room of its own"
+                ),
+            ));
+        }
+        (Some(host), Some(room_host), None) => {
+            return Err(invalid(
+                &format!("{key}.host"),
+                format!(
+                    "{host:?} is not the room's host ({room_host}): a pass is a cookie of one \
+                     host unless room.cookie_domain names a domain over both (for example \
+                     {:?}), so a pass got on one would not serve the other; set \
+                     cookie_domain, leave host out (the room's), or give {host} a room of its \
+                     own",
+                    parent_of(&host, &room_host).unwrap_or("example.com")
+                ),
+            ));
+        }
+        (Some(host), None, _) => {
+            return Err(invalid(
+                &format!("{key}.host"),
+                format!(
+                    "{host:?} on a room for any host: name the room's own host (room.host) \
+                     first, or leave host out"
                 ),
             ));
         }
@@ -362,6 +401,66 @@ fn more_route(section: &RoomSection, i: usize, route: &RouteSection) -> Result<R
         other => other,
     })?;
     Ok(Route { host, path })
+}
+
+/// `room.cookie_domain`: a registrable-looking domain (two labels at least, not an address)
+/// that the room's own host falls under. A public suffix (`co.uk`) would be refused by the
+/// browser itself; that list is not shipped here, so the check stops at the form.
+fn cookie_domain(section: &RoomSection) -> Result<Option<String>, ConfigError> {
+    const KEY: &str = "room.cookie_domain";
+    let Some(raw) = section.cookie_domain.as_deref() else {
+        return Ok(None);
+    };
+    let domain = canonical::host(KEY, raw.strip_prefix('.').unwrap_or(raw))?;
+    if domain.parse::<std::net::IpAddr>().is_ok() || domain.starts_with('[') {
+        return Err(invalid(
+            KEY,
+            format!("{raw:?} is an address: a cookie's Domain is a name (the host alone then)"),
+        ));
+    }
+    if !domain.contains('.') {
+        return Err(invalid(
+            KEY,
+            format!(
+                "{raw:?} is a single label: browsers refuse a cookie for a whole top-level \
+                 domain; name the shop's own domain, e.g. \"example.com\""
+            ),
+        ));
+    }
+    let Some(host) = section.host.as_deref() else {
+        return Err(invalid(
+            KEY,
+            "needs room.host: a room for any host has no host it could share its pass from",
+        ));
+    };
+    let host = canonical::host("room.host", host)?;
+    if !under_domain(&host, &domain) {
+        return Err(invalid(
+            KEY,
+            format!("{domain:?} is not room.host ({host:?}) nor a domain above it"),
+        ));
+    }
+    Ok(Some(domain))
+}
+
+/// Whether a browser sends a cookie of `domain` to `host` (RFC 6265 5.1.3, both canonical).
+fn under_domain(host: &str, domain: &str) -> bool {
+    host == domain
+        || host
+            .strip_suffix(domain)
+            .is_some_and(|rest| rest.ends_with('.'))
+}
+
+/// The longest domain of two labels or more above both hosts, to suggest as `cookie_domain`.
+fn parent_of<'a>(host: &'a str, other: &str) -> Option<&'a str> {
+    let mut at = 0;
+    loop {
+        let candidate = &host[at..];
+        if candidate.contains('.') && under_domain(other, candidate) {
+            return Some(candidate);
+        }
+        at += candidate.find('.')? + 1;
+    }
 }
 
 /// A route the room already has (its own or an earlier one of `routes`) would say nothing new:
