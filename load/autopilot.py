@@ -45,7 +45,7 @@ the sweep ran, and passed). Results: OUT (CSV per phase, <store>[-short]-summary
 phase run so far, the proxies' and the origin's logs, the k6 summaries, the autopilot's decisions);
 plots: PLOT_DIR/autopilot-<store>-<phase>.svg.
 
-Environment (full run; SHORT=1 is a run under 2 minutes for CI, with its own defaults, in
+Environment (full run; SHORT=1 is a run of about 2 minutes for CI, with its own defaults, in
 brackets after the full run's where they differ: 8 workers of 40 ms (200 requests a second,
 about 90 visitors at the knee) with visits of 4 pages 0.3 s apart, 2 s windows, a 3-step sweep,
 the `high` phase cut short; its thresholds scaled to its windows and visits, set from runs of
@@ -63,7 +63,7 @@ and 160 ms at the same occupancy; 2 of 11 runs of this controller failed on that
                  slower shop at its lowest limits holds about 100]
   SWEEP          comma-separated static limits [around the knee estimated from the above]
   STEP_SECONDS [45; 9]  MEASURE_SECONDS [30; 5]
-  LOW_SECONDS [180; 45]  HIGH_SECONDS [180; 50]  SLOW_SECONDS [90; 15]  RECOVER_SECONDS [150; 20]
+  LOW_SECONDS [180; 45]  HIGH_SECONDS [180; 50]  SLOW_SECONDS [90; 15]  RECOVER_SECONDS [150; 30]
   SETTLE_SECONDS [120; 30: the whole rush inside at 5x the knee is cut in two windows and
                  drains for about a visit, and the climb back, read from 2 s windows that lag
                  the room by about a visit, can overshoot the knee once]
@@ -145,7 +145,7 @@ MEASURE_S = env_float("MEASURE_SECONDS", 30, 5)
 LOW_S = env_float("LOW_SECONDS", 180, 45)
 HIGH_S = env_float("HIGH_SECONDS", 180, 50)
 SLOW_S = env_float("SLOW_SECONDS", 90, 15)
-RECOVER_S = env_float("RECOVER_SECONDS", 150, 20)
+RECOVER_S = env_float("RECOVER_SECONDS", 150, 30)
 SETTLE_S = env_float("SETTLE_SECONDS", 120, 30)
 MEASURE_AFTER_S = env_float("MEASURE_AFTER", 60, 20)
 SLOW_REACT_S = env_float("SLOW_REACT_SECONDS", 30, 15)

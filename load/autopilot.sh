@@ -6,7 +6,7 @@
 #
 #   load/autopilot.sh                 # one proxy on the memory store, the full runs (~17 min)
 #   REDIS=1 load/autopilot.sh         # two proxies sharing one redis-server
-#   SHORT=1 load/autopilot.sh         # under 2 minutes, for CI
+#   SHORT=1 load/autopilot.sh         # about 2 minutes, for CI
 #   PHASES=sweep load/autopilot.sh    # the static sweep only
 #
 # Exit: 0 every criterion met, 1 one failed (or a setup failure), 77 this build has no

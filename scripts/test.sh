@@ -26,7 +26,7 @@ WAITROOM_BIN="$PWD/target/debug/waitroom-proxy" e2e/run.sh
 load/flashcrowd.sh memory
 load/flashcrowd.sh redis
 ROOMS=2 load/flashcrowd.sh redis
-# The autopilot's short run (issue #16, under 2 minutes each): a static sweep, then the autopilot
+# The autopilot's short run (issue #16, about 2 minutes each): a static sweep, then the autopilot
 # from 5x too high, the shop turning 2x slower and back to normal, judged against the sweep's
 # best limit; one proxy on the memory store, then two proxies sharing one Redis.
 SHORT=1 WAITROOM_BIN="$PWD/target/debug/waitroom-proxy" load/autopilot.sh
