@@ -154,6 +154,14 @@ pub(super) fn room_vars(
             room.websocket_paths
         ));
     }
+    if let Some(domain) = &room.cookie_domain {
+        notes.push(format!(
+            "room.cookie_domain = {domain:?}: not exported; Cloudflare's waiting room cookie \
+             (__cfwaitingroom) has no domain setting, so whether one visitor's place carries \
+             over the additional_routes of several hosts is Cloudflare's to decide: try it on \
+             the zone before the drop"
+        ));
+    }
     let ip = &file.rate_limit;
     if ip.tickets_per_ip_per_minute > 0 || ip.max_live_tickets_per_ip > 0 {
         notes.push(

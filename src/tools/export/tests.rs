@@ -489,6 +489,25 @@ fn every_room_becomes_an_entry_and_their_notes_are_said_once_or_named() {
 }
 
 #[test]
+fn a_cookie_domain_has_no_counterpart_and_says_so() {
+    let out = export(
+        "host = \"shop.example.com\"\ncookie_domain = \"example.com\"\n\
+         routes = [{ host = \"pay.example.com\", path = \"/checkout\" }]",
+        "",
+    );
+    let notes = notes_about(&out, "room.cookie_domain");
+    assert_eq!(notes.len(), 1, "{:?}", out.notes);
+    assert!(notes[0].contains("not exported"), "{}", notes[0]);
+    // The second host's route is exported as it is written.
+    let room = parsed(&out);
+    assert_eq!(
+        room["additional_routes"][0]["host"], "pay.example.com",
+        "{room}"
+    );
+    assert!(notes_about(&export("", ""), "cookie_domain").is_empty());
+}
+
+#[test]
 fn websocket_paths_have_no_counterpart_and_say_so() {
     let out = export("websocket_paths = [\"/ws/*\"]", "");
     let notes = notes_about(&out, "room.websocket_paths");
