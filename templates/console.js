@@ -152,30 +152,26 @@
       });
     });
 
-    el.querySelector('[data-form="add-event"]').addEventListener("submit", function (event) {
+    var eventForm = el.querySelector('[data-form="add-event"]');
+    eventForm.addEventListener("submit", function (event) {
       event.preventDefault();
-      var form = event.target;
-      var value = function (name) { return control(room, name).value; };
-      // datetime-local has no offset: the browser's own time, sent as RFC 3339 UTC.
-      var instant = function (name) { return value(name) ? new Date(value(name)).toISOString() : null; };
-      var body = {
-        name: value("event-name").trim(),
-        event_start_time: instant("event-start"),
-        event_end_time: instant("event-end")
-      };
-      if (instant("event-prequeue")) { body.prequeue_start_time = instant("event-prequeue"); }
-      if (control(room, "event-shuffle").checked) { body.shuffle_at_event_start = true; }
-      if (value("event-total")) { body.total_active_users = Number(value("event-total")); }
-      if (value("event-rate")) { body.new_users_per_minute = Number(value("event-rate")); }
+      if (room.editing) { saveEdit(room); return; }
+      var shown = eventFormValues(room);
+      var body = { name: shown.name, event_start_time: instant(shown.start), event_end_time: instant(shown.end) };
+      if (shown.prequeue) { body.prequeue_start_time = instant(shown.prequeue); }
+      if (shown.shuffle) { body.shuffle_at_event_start = true; }
+      if (shown.total) { body.total_active_users = Number(shown.total); }
+      if (shown.rate) { body.new_users_per_minute = Number(shown.rate); }
       var text = "Event " + body.name + " governs the room from " +
         new Date(body.prequeue_start_time || body.event_start_time).toLocaleString() + " to " +
         new Date(body.event_end_time).toLocaleString() +
         (body.prequeue_start_time ? "; during its pre-queue every newcomer waits and nobody new is let in" : "") +
         (body.total_active_users ? "; its limits replace the room's while it runs" : "") + ".";
       confirmThen(text, function () {
-        change(id, "POST", "events", body, function () { form.reset(); loadEvents(room); });
+        change(id, "POST", "events", body, function () { eventForm.reset(); loadEvents(room); });
       });
     });
+    el.querySelector('[data-action="stop-editing"]').addEventListener("click", function () { stopEditing(room); });
 
     el.querySelector('[data-action="autopilot"]').addEventListener("click", function () {
       var paused = !(room.state && room.state.autopilot && room.state.autopilot.paused);
@@ -205,6 +201,8 @@
     api("GET", "/admin/rooms/" + encodeURIComponent(room.id) + "/events").then(function (answer) {
       var list = field(room, "events");
       var current = answer.current ? answer.current.name : null;
+      room.events = answer.events;
+      showNextEvent(room);
       list.textContent = "";
       if (!answer.events.length) {
         var none = document.createElement("li");
@@ -220,9 +218,12 @@
         when.className = "muted";
         when.textContent = (event.prequeue_start_time ? "pre-queue " + event.prequeue_start_time + ", " : "") +
           event.event_start_time + " to " + event.event_end_time +
+          (event.total_active_users ? " · " + event.total_active_users + " inside at most, " +
+            event.new_users_per_minute + " new a minute" : "") +
           (event.suspended ? " · called off" : "") + (event.name === current ? " · governing now" : "");
         item.appendChild(when);
         var path = "events/" + encodeURIComponent(event.name);
+        item.appendChild(eventButton("Edit", false, function () { editEvent(room, event); }));
         item.appendChild(event.suspended
           ? eventButton("Reinstate", false, function () {
             confirmThen("Event " + event.name + " governs the room again at its times.", function () {
@@ -237,12 +238,138 @@
           }));
         item.appendChild(eventButton("Delete", true, function () {
           confirmThen("Event " + event.name + " is deleted (as if never scheduled).", function () {
-            change(room.id, "DELETE", path, undefined, function () { loadEvents(room); });
+            change(room.id, "DELETE", path, undefined, function () {
+              if (room.editing && room.editing.event.name === event.name) { stopEditing(room); }
+              loadEvents(room);
+            });
           });
         }));
         list.appendChild(item);
       });
     }).catch(function (e) { say("The events did not load: " + e.message, true); });
+  }
+
+  // datetime-local has no offset: the browser's own time, sent as RFC 3339 UTC.
+  function instant(local) { return local ? new Date(local).toISOString() : null; }
+
+  // An RFC 3339 instant as a datetime-local value: the browser's own time, to the minute.
+  function localInput(rfc3339) {
+    var d = rfc3339 ? new Date(rfc3339) : null;
+    if (!d || isNaN(d.getTime())) { return ""; }
+    var two = function (n) { return (n < 10 ? "0" : "") + n; };
+    return d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate()) +
+      "T" + two(d.getHours()) + ":" + two(d.getMinutes());
+  }
+
+  function optional(value) { return value === null || value === undefined ? "" : String(value); }
+
+  // The event form as typed: the datetime-local values, the numbers as text ("" when empty).
+  function eventFormValues(room) {
+    var value = function (name) { return control(room, name).value; };
+    return {
+      name: value("event-name").trim(),
+      prequeue: value("event-prequeue"),
+      start: value("event-start"),
+      end: value("event-end"),
+      shuffle: control(room, "event-shuffle").checked,
+      total: value("event-total"),
+      rate: value("event-rate")
+    };
+  }
+
+  function eventFormMode(room, title, submit, editing) {
+    field(room, "event-form-title").textContent = title;
+    room.el.querySelector('[data-action="save-event"]').textContent = submit;
+    room.el.querySelector('[data-action="stop-editing"]').hidden = !editing;
+  }
+
+  // The event form filled with `event`: what the operator changes in it is sent as a merge
+  // patch, so a time written with seconds or another offset is left as it is unless changed.
+  function editEvent(room, event) {
+    var shown = {
+      name: event.name,
+      prequeue: localInput(event.prequeue_start_time),
+      start: localInput(event.event_start_time),
+      end: localInput(event.event_end_time),
+      shuffle: !!event.shuffle_at_event_start,
+      total: optional(event.total_active_users),
+      rate: optional(event.new_users_per_minute)
+    };
+    control(room, "event-name").value = shown.name;
+    control(room, "event-prequeue").value = shown.prequeue;
+    control(room, "event-start").value = shown.start;
+    control(room, "event-end").value = shown.end;
+    control(room, "event-shuffle").checked = shown.shuffle;
+    control(room, "event-total").value = shown.total;
+    control(room, "event-rate").value = shown.rate;
+    room.editing = { event: event, shown: shown };
+    eventFormMode(room, "Edit event " + event.name, "Save changes", true);
+    room.el.querySelector('[data-form="add-event"]').closest("details").open = true;
+    control(room, "event-name").focus();
+  }
+
+  function stopEditing(room) {
+    room.editing = null;
+    room.el.querySelector('[data-form="add-event"]').reset();
+    eventFormMode(room, "Add an event", "Add event", false);
+  }
+
+  // Sends the keys the operator changed (an emptied optional field removes its key). An event
+  // that governs the room now, or would from now on, asks first, listing the changes.
+  function saveEdit(room) {
+    var event = room.editing.event;
+    var was = room.editing.shown;
+    var now = eventFormValues(room);
+    var patch = {};
+    var said = [];
+    var time = function (local) { return local ? new Date(local).toLocaleString() : "none"; };
+    var limit = function (value) { return value || "the room's"; };
+    var onOff = function (on) { return on ? "on" : "off"; };
+    var changed = function (key, label, part, words, sent) {
+      if (was[part] === now[part]) { return; }
+      patch[key] = sent;
+      said.push(label + ": " + words(was[part]) + " → " + words(now[part]));
+    };
+    changed("name", "name", "name", String, now.name);
+    changed("prequeue_start_time", "pre-queue opens", "prequeue", time, instant(now.prequeue));
+    changed("event_start_time", "starts", "start", time, instant(now.start));
+    changed("event_end_time", "ends", "end", time, instant(now.end));
+    changed("shuffle_at_event_start", "shuffle at the start", "shuffle", onOff, now.shuffle);
+    changed("total_active_users", "total active users", "total", limit, now.total ? Number(now.total) : null);
+    changed("new_users_per_minute", "new users per minute", "rate", limit, now.rate ? Number(now.rate) : null);
+    if (!said.length) { say("Nothing changed in event " + event.name + "."); return; }
+    var at = Date.now();
+    var governs = !!room.state && room.state.event === event.name;
+    var willGovern = !event.suspended && new Date(now.prequeue || now.start).getTime() <= at &&
+      at < new Date(now.end).getTime();
+    var apply = function () {
+      change(room.id, "PATCH", "events/" + encodeURIComponent(event.name), patch, function () {
+        stopEditing(room);
+        loadEvents(room);
+      });
+    };
+    var changes = said.join("; ") + ".";
+    if (governs && willGovern) {
+      confirmThen("Event " + event.name + " governs the room now: this applies at once. " + changes, apply);
+    } else if (governs) {
+      confirmThen("Event " + event.name + " governs the room now and stops governing it: the room's own settings apply again. " + changes, apply);
+    } else if (willGovern) {
+      confirmThen("Event " + event.name + " governs the room from now on. " + changes, apply);
+    } else {
+      apply();
+    }
+  }
+
+  // The first event still to open that is not called off: the one governing now has opened.
+  function showNextEvent(room) {
+    if (!room.events) { return; }
+    var at = Date.now();
+    var opens = function (event) { return new Date(event.prequeue_start_time || event.event_start_time).getTime(); };
+    var next = room.events.filter(function (event) { return !event.suspended && opens(event) > at; })
+      .sort(function (a, b) { return opens(a) - opens(b); })[0];
+    field(room, "next-event").textContent = next
+      ? next.name + ", " + (next.prequeue_start_time ? "pre-queue " : "") + new Date(opens(next)).toLocaleString()
+      : "none";
   }
 
   function setValue(input, value) {
@@ -267,7 +394,11 @@
       (state.suspended ? ", suspended" : "") + (state.queue_all ? ", queue_all" : "") +
       (state.event ? ", event " + state.event : "");
     var pilot = state.autopilot || {};
-    field(room, "autopilot").textContent = pilot.enabled ? (pilot.paused ? "paused" : pilot.phase) : "off";
+    field(room, "autopilot").textContent = pilot.enabled
+      ? (pilot.paused ? "paused" : pilot.phase) + ", " + shown(pilot.total_active_users) + " inside at most, " +
+        shown(pilot.new_users_per_minute) + " new a minute"
+      : "off";
+    showNextEvent(room);
     room.el.querySelector('[data-part="autopilot"]').hidden = !pilot.enabled;
     field(room, "autopilot-reason").textContent = pilot.reason || "";
     room.el.querySelector('[data-action="autopilot"]').textContent = pilot.paused ? "Resume the autopilot" : "Pause the autopilot";

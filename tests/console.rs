@@ -491,6 +491,149 @@ async fn each_console_control_takes_effect_on_the_public_listener() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_edited_from_the_console_governs_with_its_new_limits_and_end() {
+    use waitroom::clock::{Clock, rfc3339_ms};
+    let proxy = start();
+    let mut browser = Browser::new(&proxy.admin);
+    browser.sign_in().await;
+    let now = proxy.clock.now_ms();
+    let at = |minutes: i64| rfc3339_ms(now + minutes * 60_000);
+    let path = "/admin/rooms/test-room/events/drop";
+    // The console's Edit sends the keys the operator changed as a merge patch.
+    let edit = |body: serde_json::Value| {
+        browser
+            .with_csrf(browser.request(reqwest::Method::PATCH, path))
+            .header("content-type", "application/merge-patch+json")
+            .body(body.to_string())
+            .send()
+    };
+    let listed = || async {
+        let answer: serde_json::Value = browser
+            .get("/admin/rooms/test-room/events")
+            .await
+            .json()
+            .await
+            .unwrap();
+        answer
+    };
+    let added = browser
+        .with_csrf(browser.request(reqwest::Method::POST, "/admin/rooms/test-room/events"))
+        .header("content-type", "application/json")
+        .body(
+            serde_json::json!({
+                "name": "drop", "event_start_time": at(-1), "event_end_time": at(60),
+                "total_active_users": 3, "new_users_per_minute": 100,
+            })
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), StatusCode::CREATED);
+    let state = proxy.state().await;
+    assert_eq!(
+        (&state["event"], &state["total_active_users"]),
+        (&"drop".into(), &3.into())
+    );
+
+    // Its capacity lowered and its end brought forward, while it governs the room.
+    let answer = edit(serde_json::json!({"total_active_users": 1, "event_end_time": at(30)}))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    let events = listed().await;
+    let event = &events["events"][0];
+    assert_eq!(event["total_active_users"], 1, "{events}");
+    assert_eq!(
+        event["new_users_per_minute"], 100,
+        "a key not sent is kept: {events}"
+    );
+    assert_eq!(event["event_end_time"], at(30).as_str());
+    assert_eq!(event["event_start_time"], at(-1).as_str());
+    assert_eq!(events["current"]["name"], "drop");
+    assert_eq!(proxy.state().await["total_active_users"], 1);
+    let mut first = proxy.visitor();
+    assert!(first.get("/").await.reached_origin());
+    assert!(
+        !proxy.visitor().get("/").await.reached_origin(),
+        "the event's new capacity holds the next one back"
+    );
+
+    // Refused without the CSRF token, and refused by the API (an end before the start): the
+    // event stays as it was.
+    let forged = browser
+        .request(reqwest::Method::PATCH, path)
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"total_active_users": 50}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let backwards = edit(serde_json::json!({"event_end_time": at(-2)}))
+        .await
+        .unwrap();
+    assert_eq!(backwards.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        listed().await["events"][0]["event_end_time"],
+        at(30).as_str()
+    );
+
+    // Emptied limits (null in the patch): the room's own apply while it runs.
+    let answer =
+        edit(serde_json::json!({"total_active_users": null, "new_users_per_minute": null}))
+            .await
+            .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    let events = listed().await;
+    assert!(
+        events["events"][0].get("total_active_users").is_none(),
+        "{events}"
+    );
+    let state = proxy.state().await;
+    assert_eq!(
+        (&state["event"], &state["total_active_users"]),
+        (&"drop".into(), &5.into())
+    );
+    // Ended now: it governs no more.
+    let answer = edit(serde_json::json!({"event_end_time": at(0)}))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(listed().await["current"], serde_json::Value::Null);
+    assert_eq!(proxy.state().await["event"], serde_json::Value::Null);
+
+    let who = format!("console:{}", browser.short_id.clone().unwrap());
+    let edits: Vec<(serde_json::Value, u64)> = audit(&proxy)
+        .await
+        .iter()
+        .filter(|e| e["path"] == path)
+        .map(|e| {
+            assert_eq!(
+                (&e["who"], &e["method"]),
+                (&who.clone().into(), &"PATCH".into())
+            );
+            (e["changed"].clone(), e["status"].as_u64().unwrap())
+        })
+        .collect();
+    let expected = [
+        (serde_json::json!({"event_end_time": at(0)}), 200),
+        (
+            serde_json::json!({"total_active_users": null, "new_users_per_minute": null}),
+            200,
+        ),
+        (serde_json::json!({"event_end_time": at(-2)}), 400),
+        (
+            serde_json::json!({"total_active_users": 1, "event_end_time": at(30)}),
+            200,
+        ),
+    ];
+    assert_eq!(
+        edits, expected,
+        "newest first; the forged one is not an entry"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_log_names_who_changed_what_and_from_where() {
     let proxy = start();
     let token_change = admin_patch(
