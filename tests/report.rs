@@ -128,7 +128,9 @@ async fn the_report_counts_what_happened_minute_by_minute() {
     let proxy = start();
     let (m0, m1) = a_small_drop(&proxy).await;
     let report = report(&proxy, "").await;
-    assert_eq!(report["scope"]["instance"][0], "wait", "{report}");
+    assert_eq!(report["scope"]["instances"][0], "wait", "{report}");
+    // One proxy on the memory store: its own shares are the room's.
+    assert_eq!(report["rooms"][0]["shares_merged"], true, "{report}");
     let room = &report["rooms"][0];
     assert_eq!(room["room"], "test-room");
     assert_eq!(room["admitted"], 3, "{room}");
@@ -294,11 +296,13 @@ async fn nobody_reads_the_report_without_the_token() {
     assert_eq!(get(&proxy, "/admin/report").await.status(), StatusCode::OK);
 }
 
-/// Two proxies sharing Redis: the line's figures are the store's, the same on both; what
-/// reached the origin is each instance's own share, and `scope` says which is which.
+/// Two proxies sharing Redis: the line's figures are the store's, the same on both; what each
+/// instance counted itself (here what reached the origin) it publishes as its shares, and each
+/// report adds every instance's; with the store gone, a report still answers with its own share,
+/// saying so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn proxies_on_redis_report_the_rooms_line_alike_and_their_own_share_apart() {
-    let redis = RedisServer::start();
+async fn proxies_on_redis_report_the_whole_room_each_adding_the_others_shares() {
+    let mut redis = RedisServer::start();
     let proxies = TestProxy::sharing_redis(
         2,
         &redis.url(),
@@ -318,25 +322,57 @@ async fn proxies_on_redis_report_the_rooms_line_alike_and_their_own_share_apart(
         assert!(proxies[0].visitor().get("/").await.reached_origin());
     }
     assert!(proxies[1].visitor().get("/").await.reached_origin());
-    for (proxy, own) in proxies.iter().zip([2, 1]) {
-        eventually("the three admissions read from the store", || async {
-            report(proxy, "").await["rooms"][0]["admitted"] == 3
-        })
-        .await;
-        let report = report(proxy, "").await;
-        let room = &report["rooms"][0];
-        assert_eq!(room["origin"]["requests"], own, "{room}");
-        assert!(
-            report["scope"]["instance"]
-                .as_array()
-                .unwrap()
-                .contains(&"origin".into())
-        );
-        assert!(
-            report["scope"]["room"]
-                .as_array()
-                .unwrap()
-                .contains(&"admitted".into())
-        );
+    for proxy in &proxies {
+        // The other instance publishes its share every few seconds (SHARES_EVERY_MS).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let room = loop {
+            let report = report(proxy, "").await;
+            let room = report["rooms"][0].clone();
+            if room["admitted"] == 3 && room["origin"]["requests"] == 3 {
+                assert_eq!(room["shares_merged"], true, "{room}");
+                assert!(
+                    report["scope"]["instances"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&"origin".into())
+                );
+                assert!(
+                    report["scope"]["room"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&"admitted".into())
+                );
+                break room;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the three admissions and every instance's origin requests: {room}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        // The per-minute rows carry the merged origin counts too.
+        let csv = get(proxy, "/admin/report?format=csv")
+            .await
+            .text()
+            .await
+            .unwrap();
+        let merged: u64 = csv
+            .lines()
+            .skip(1)
+            .filter_map(|row| row.split(',').nth(7)?.parse::<u64>().ok())
+            .sum();
+        assert_eq!(merged, 3, "{csv}\n{room}");
     }
+
+    redis.kill();
+    let report = report(&proxies[1], "").await;
+    let room = &report["rooms"][0];
+    assert_eq!(room["shares_merged"], false, "{room}");
+    assert!(
+        room["shares_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("this instance's alone")),
+        "{room}"
+    );
+    assert_eq!(room["origin"]["requests"], 1, "its own share: {room}");
 }

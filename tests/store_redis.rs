@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use waitroom::clock::{Clock, ManualClock, Millis};
 use waitroom::core::autopilot::{Exchange, Setpoint, Signal, window_start};
+use waitroom::core::history::Share;
 use waitroom::core::ip_limit::{IpClaim, IpLimits, RETAIN_LIVE_MS};
 use waitroom::core::queue_id::QueueId;
 use waitroom::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoundReport};
@@ -123,6 +124,16 @@ impl Store for Served {
     }
     async fn report_window(&self, window: &Signal) -> StoreResult<()> {
         self.store.report_window(window).await
+    }
+    async fn publish_shares(&self, instance: &str, shares: &[(Millis, Share)]) -> StoreResult<()> {
+        self.store.publish_shares(instance, shares).await
+    }
+    async fn shares_of(
+        &self,
+        minutes: &[Millis],
+        except: &str,
+    ) -> StoreResult<Vec<(Millis, Share)>> {
+        self.store.shares_of(minutes, except).await
     }
     async fn read_window(&self, started_at: Millis) -> StoreResult<Signal> {
         self.store.read_window(started_at).await
@@ -762,7 +773,8 @@ async fn a_redis_cluster_passes_the_conformance_checks() {
         the_pause_switch_is_kept_apart_from_the_record,
         a_pass_revoked_for_sharing_says_why,
         a_pass_counts_its_networks_within_a_session,
-        pass_use_adds_up_by_minute_over_instances
+        pass_use_adds_up_by_minute_over_instances,
+        report_shares_are_kept_per_instance_and_replaced
     );
 
     // Revocations reach the other instances whichever node holds the room.

@@ -132,6 +132,69 @@ pub struct Minute {
     pub origin_latency: Buckets,
 }
 
+/// What one instance alone counted in one minute: everything a [`Minute`] holds but the store's
+/// room-wide figures (inside, waiting, admitted, joined, abandoned), which every instance reads
+/// alike. Each count belongs to exactly one instance, so every instance's shares of a minute add
+/// up to the whole room's.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Share {
+    pub revoked_ended: u64,
+    pub revoked_shared: u64,
+    pub challenges_passed: u64,
+    pub challenges_failed: u64,
+    pub origin_requests: u64,
+    pub origin_errors: u64,
+    pub order_pairs: u64,
+    pub order_inversions: u64,
+    pub wait: Vec<u64>,
+    pub longest_wait_ms: Option<u64>,
+    pub origin_latency: Vec<u64>,
+}
+
+impl Minute {
+    /// This minute's per-instance part.
+    pub fn share(&self) -> Share {
+        let a = self.added;
+        Share {
+            revoked_ended: a.revoked_ended,
+            revoked_shared: a.revoked_shared,
+            challenges_passed: a.challenges_passed,
+            challenges_failed: a.challenges_failed,
+            origin_requests: a.origin_requests,
+            origin_errors: a.origin_errors,
+            order_pairs: a.order_pairs,
+            order_inversions: a.order_inversions,
+            wait: self.wait.0.clone(),
+            longest_wait_ms: self.longest_wait_ms,
+            origin_latency: self.origin_latency.0.clone(),
+        }
+    }
+
+    /// Adds another instance's share of this minute.
+    fn take_in(&mut self, share: &Share) {
+        let a = &mut self.added;
+        for (mine, theirs) in [
+            (&mut a.revoked_ended, share.revoked_ended),
+            (&mut a.revoked_shared, share.revoked_shared),
+            (&mut a.challenges_passed, share.challenges_passed),
+            (&mut a.challenges_failed, share.challenges_failed),
+            (&mut a.origin_requests, share.origin_requests),
+            (&mut a.origin_errors, share.origin_errors),
+            (&mut a.order_pairs, share.order_pairs),
+            (&mut a.order_inversions, share.order_inversions),
+        ] {
+            *mine = mine.saturating_add(theirs);
+        }
+        self.wait = self
+            .wait
+            .each(&Buckets(share.wait.clone()), u64::saturating_add);
+        self.origin_latency = self
+            .origin_latency
+            .each(&Buckets(share.origin_latency.clone()), u64::saturating_add);
+        self.longest_wait_ms = self.longest_wait_ms.max(share.longest_wait_ms);
+    }
+}
+
 /// Minutes added up over a span.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Summary {
@@ -222,6 +285,33 @@ impl History {
         });
     }
 
+    /// This instance's shares of the minutes that start at `from` or later, oldest first: what
+    /// it publishes for the other instances' reports.
+    pub fn shares_since(&self, from: Millis) -> Vec<(Millis, Share)> {
+        self.minutes
+            .iter()
+            .filter(|m| m.start >= from)
+            .map(|m| (m.start, m.share()))
+            .collect()
+    }
+
+    /// This history with the other instances' shares added to the minutes it holds: the whole
+    /// room's figures. A share of a minute this history does not hold (before this instance
+    /// started, or past what it keeps) has no room-wide figures to go beside, and is left out.
+    pub fn with_shares<'a>(&self, others: impl IntoIterator<Item = &'a (Millis, Share)>) -> Self {
+        let mut merged = Self {
+            kept: self.kept,
+            minutes: self.minutes.clone(),
+            seen: None,
+        };
+        for (start, share) in others {
+            if let Some(minute) = merged.minutes.iter_mut().find(|m| m.start == *start) {
+                minute.take_in(share);
+            }
+        }
+        merged
+    }
+
     /// The minutes that start in `[from, until)`, oldest first.
     pub fn minutes(&self, from: Millis, until: Millis) -> impl Iterator<Item = &Minute> {
         self.minutes
@@ -307,6 +397,57 @@ mod tests {
                 .admitted,
             1
         );
+    }
+
+    #[test]
+    fn other_instances_shares_add_to_the_minutes_held_and_the_room_wide_figures_stay() {
+        let clock = clock();
+        let start = clock.now_ms();
+        let mut history = History::new(Start::FromZero);
+        let mut mine = reading(4, 6, 4, 2);
+        mine.counters.origin_requests = 10;
+        mine.counters.origin_errors = 1;
+        mine.counters.order_pairs = 6;
+        mine.wait = Buckets(vec![1, 2, 0]);
+        mine.longest_wait_ms = Some(900);
+        history.observe(start, mine);
+        let theirs = Share {
+            revoked_shared: 1,
+            challenges_failed: 2,
+            origin_requests: 30,
+            origin_errors: 2,
+            order_pairs: 4,
+            order_inversions: 1,
+            wait: vec![0, 1, 3],
+            longest_wait_ms: Some(4_000),
+            ..Share::default()
+        };
+        let before_start = (start - MINUTE_MS, theirs.clone());
+        let merged = history.with_shares(&[(start, theirs.clone()), before_start]);
+        let summary = merged.summary(Millis::MIN, Millis::MAX);
+        assert_eq!(summary.minutes, 1, "no minute made for a share alone");
+        // The room-wide figures are the store's: not added again.
+        assert_eq!((summary.added.admitted, summary.added.joined), (4, 6));
+        assert_eq!((summary.peak_inside, summary.peak_waiting), (4, 2));
+        let added = summary.added;
+        assert_eq!((added.origin_requests, added.origin_errors), (40, 3));
+        assert_eq!((added.revoked_shared, added.challenges_failed), (1, 2));
+        assert_eq!(added.order_tau(), Some(0.8));
+        assert_eq!(summary.wait, Buckets(vec![1, 3, 3]));
+        assert_eq!(summary.longest_wait_ms, Some(4_000));
+        // The history itself is untouched, and what it publishes is its own share alone.
+        assert_eq!(
+            history
+                .summary(Millis::MIN, Millis::MAX)
+                .added
+                .origin_requests,
+            10
+        );
+        let published = history.shares_since(start);
+        assert_eq!(published.len(), 1);
+        assert_eq!(published[0].1.origin_requests, 10);
+        assert_eq!(published[0].1.wait, vec![1, 2, 0]);
+        assert!(history.shares_since(start + MINUTE_MS).is_empty());
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::clock::ManualClock;
 use crate::config::Config;
 use crate::config::model::Environment;
 use crate::core::autopilot::Signal;
+use crate::core::history::Share;
 use crate::core::history::Start;
 use crate::core::ip_limit::IpClaim;
 use crate::core::queue_id::QueueId;
@@ -170,6 +171,18 @@ impl Store for Flaky {
     async fn report_window(&self, window: &Signal) -> StoreResult<()> {
         self.check()?;
         self.inner.report_window(window).await
+    }
+    async fn publish_shares(&self, instance: &str, shares: &[(Millis, Share)]) -> StoreResult<()> {
+        self.check()?;
+        self.inner.publish_shares(instance, shares).await
+    }
+    async fn shares_of(
+        &self,
+        minutes: &[Millis],
+        except: &str,
+    ) -> StoreResult<Vec<(Millis, Share)>> {
+        self.check()?;
+        self.inner.shares_of(minutes, except).await
     }
     async fn read_window(&self, started_at: Millis) -> StoreResult<Signal> {
         self.check()?;

@@ -17,7 +17,7 @@ use crate::clock::{Millis, rfc3339_ms};
 use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
-use crate::core::history::{Buckets, Counters, History, Reading, Start};
+use crate::core::history::{Buckets, Counters, History, MINUTE_MS, Reading, Start};
 use crate::core::room::RoomCounts;
 use crate::observe::{ChallengeResult, Metrics, UpstreamFailure};
 use crate::store::StoreError;
@@ -30,6 +30,9 @@ const QUIET_EVERY_MS: Millis = 1_000;
 /// Passes in one report of pass use: a script call of this size takes Redis well under a
 /// millisecond; more passes with requests in one tick make several calls.
 const PASS_USE_BATCH: usize = 1_000;
+/// How often an instance publishes its shares of the drop report: how late another instance's
+/// report may be about this one's counts.
+pub const SHARES_EVERY_MS: Millis = 5_000;
 
 /// One room's part of the admission loop: every tick it shares what this instance saw, applies
 /// settings saved elsewhere, admits when this instance leads, reads the room back for the view
@@ -61,6 +64,8 @@ pub struct RoomLoop {
     record: Mutex<Record>,
     /// A record per minute of what the loop read (the drop report's).
     history: Mutex<History>,
+    /// When this instance last published its shares of the history (see `publish_shares`).
+    shares_published_at: AtomicI64,
 }
 
 struct Record {
@@ -120,6 +125,7 @@ impl RoomLoop {
             claims_held_until: AtomicI64::new(0),
             writing: tokio::sync::Mutex::new(()),
             history: Mutex::new(History::new(start)),
+            shares_published_at: AtomicI64::new(Millis::MIN),
             room,
         }
     }
@@ -591,8 +597,30 @@ impl RoomLoop {
         }
     }
 
-    /// One tick of this room; `fence` while this instance leads.
-    pub async fn tick(&self, fence: Option<u64>) {
+    /// What this instance alone counted (its shares of the history's minutes: waits, order,
+    /// the origin, revocations, challenges) goes to the store every [`SHARES_EVERY_MS`], so
+    /// that any instance's drop report adds up every instance's. The current minute and the
+    /// one before (still growing when the last publication was sent); a publication replaces
+    /// the previous one, so one that fails is simply made again at the next.
+    async fn publish_shares(&self, instance: &str) {
+        let now = self.room.clock.now_ms();
+        if now.saturating_sub(self.shares_published_at.load(Ordering::Relaxed)) < SHARES_EVERY_MS {
+            return;
+        }
+        self.shares_published_at.store(now, Ordering::Relaxed);
+        let since = now - now.rem_euclid(MINUTE_MS) - MINUTE_MS;
+        let shares = self.history().shares_since(since);
+        if let Err(e) = self.room.store.publish_shares(instance, &shares).await {
+            log::debug!(
+                "room {}: this instance's share of the report not published: {e}",
+                self.room.id
+            );
+        }
+    }
+
+    /// One tick of this room; `fence` while this instance leads, `instance` this instance's
+    /// name.
+    pub async fn tick(&self, fence: Option<u64>, instance: &str) {
         self.share_pass_use().await;
         let now = self.room.clock.now_ms();
         if now < self.quiet_until.load(Ordering::Relaxed) && self.room.pollers.is_empty() {
@@ -625,6 +653,9 @@ impl RoomLoop {
             Ordering::Relaxed,
         );
         self.beat();
+        if observed.is_ok() {
+            self.publish_shares(instance).await;
+        }
         self.autopilot.tick(fence, observed.ok().as_ref()).await;
     }
 }

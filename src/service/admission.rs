@@ -64,7 +64,7 @@ impl AdmissionLoop {
         let fence = fence.ok().flatten();
         self.is_leader.store(fence.is_some(), Ordering::Relaxed);
         for room in &self.rooms {
-            room.tick(fence).await;
+            room.tick(fence, &self.instance).await;
         }
     }
 

@@ -10,13 +10,14 @@ use async_trait::async_trait;
 use crate::clock::{Millis, SharedClock};
 use crate::core::autopilot::Signal;
 use crate::core::expiring::ExpiringSet;
+use crate::core::history::Share;
 use crate::core::ip_limit::{IpClaim, IpLedger, IpLimits};
 use crate::core::queue_id::QueueId;
 use crate::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoomState, RoundReport};
 use crate::core::sharing::{NetworkLedger, SharedUse, UseCounts};
 use crate::store::{
-    AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
-    StoreResult, TicketPlace, window_kept_until,
+    AutopilotRecord, AutopilotState, Joined, RevokeReason, SHARES_KEPT_MS, SavedSettings, Store,
+    StoreError, StoreResult, TicketPlace, window_kept_until,
 };
 
 #[derive(Debug)]
@@ -53,6 +54,8 @@ struct Inner {
     autopilot: AutopilotState,
     /// By `started_at`.
     windows: BTreeMap<Millis, KeptWindow>,
+    /// Each minute's published shares, by instance.
+    shares: BTreeMap<Millis, BTreeMap<String, Share>>,
 }
 
 impl Inner {
@@ -92,6 +95,7 @@ impl MemoryStore {
                 spent_seeds: ExpiringSet::default(),
                 autopilot: AutopilotState::default(),
                 windows: BTreeMap::new(),
+                shares: BTreeMap::new(),
             }),
         }
     }
@@ -311,6 +315,40 @@ impl Store for MemoryStore {
             kept.until = kept.until.max(until);
         });
         Ok(())
+    }
+
+    async fn publish_shares(&self, instance: &str, shares: &[(Millis, Share)]) -> StoreResult<()> {
+        self.with(|s, now| {
+            s.shares = s.shares.split_off(&(now - SHARES_KEPT_MS));
+            for (minute, share) in shares {
+                if *minute > now - SHARES_KEPT_MS {
+                    s.shares
+                        .entry(*minute)
+                        .or_default()
+                        .insert(instance.to_owned(), share.clone());
+                }
+            }
+        });
+        Ok(())
+    }
+
+    async fn shares_of(
+        &self,
+        minutes: &[Millis],
+        except: &str,
+    ) -> StoreResult<Vec<(Millis, Share)>> {
+        Ok(self.with(|s, now| {
+            minutes
+                .iter()
+                .filter(|minute| **minute > now - SHARES_KEPT_MS)
+                .filter_map(|minute| s.shares.get(minute).map(|by| (minute, by)))
+                .flat_map(|(minute, by)| {
+                    by.iter()
+                        .filter(|(instance, _)| *instance != except)
+                        .map(|(_, share)| (*minute, share.clone()))
+                })
+                .collect()
+        }))
     }
 
     async fn read_window(&self, started_at: Millis) -> StoreResult<Signal> {

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Millis;
 use crate::core::autopilot::{Setpoint, Signal};
+use crate::core::history::{KEPT_MINUTES, MINUTE_MS, Share};
 use crate::core::ip_limit::{IpClaim, IpLimits};
 use crate::core::queue::Place;
 use crate::core::queue_id::QueueId;
@@ -129,6 +130,10 @@ pub const WINDOW_KEPT_FOR: Millis = 5;
 
 /// Until when the store keeps a window (both stores follow this rule): its end plus
 /// [`WINDOW_KEPT_FOR`] of its length (taken as at least a second).
+/// How long a published share is kept: the day a history holds, and a minute for the one
+/// still growing.
+pub const SHARES_KEPT_MS: Millis = (KEPT_MINUTES as Millis + 1) * MINUTE_MS;
+
 pub fn window_kept_until(window: &Signal) -> Millis {
     let length = (window.ended_at - window.started_at).max(1_000);
     window
@@ -241,6 +246,20 @@ pub trait Store: Send + Sync + 'static {
     /// leader judges, with `Controller::step`); `Signal::new(started_at)`, empty, when nobody
     /// reported it or it is no longer kept.
     async fn read_window(&self, started_at: Millis) -> StoreResult<Signal>;
+
+    /// Publishes `instance`'s shares of the room's minutes (what it alone counted: its part of
+    /// the drop report), each replacing what it published for that minute before, so that a
+    /// share sent again, or sent while its minute still grows, counts once. Kept a day
+    /// ([`SHARES_KEPT_MS`]).
+    async fn publish_shares(&self, instance: &str, shares: &[(Millis, Share)]) -> StoreResult<()>;
+
+    /// The shares every instance but `except` published for each of `minutes` (minute starts),
+    /// as (minute, share) pairs: added to `except`'s own, the whole room's figures.
+    async fn shares_of(
+        &self,
+        minutes: &[Millis],
+        except: &str,
+    ) -> StoreResult<Vec<(Millis, Share)>>;
 
     /// Writes the autopilot leader's record, fenced exactly like `admission_round`: a stale
     /// token gets `NotLeader`, so a paused former leader that wakes up cannot overwrite its

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::clock::Millis;
 use crate::core::autopilot::Signal;
+use crate::core::history::Share;
 use crate::core::ip_limit::{IpClaim, IpLimits};
 use crate::core::queue_id::QueueId;
 use crate::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoundReport};
@@ -143,6 +144,18 @@ impl Store for Observed {
 
     async fn report_window(&self, window: &Signal) -> StoreResult<()> {
         self.noted(self.inner.report_window(window).await)
+    }
+
+    async fn publish_shares(&self, instance: &str, shares: &[(Millis, Share)]) -> StoreResult<()> {
+        self.noted(self.inner.publish_shares(instance, shares).await)
+    }
+
+    async fn shares_of(
+        &self,
+        minutes: &[Millis],
+        except: &str,
+    ) -> StoreResult<Vec<(Millis, Share)>> {
+        self.noted(self.inner.shares_of(minutes, except).await)
     }
 
     async fn read_window(&self, started_at: Millis) -> StoreResult<Signal> {

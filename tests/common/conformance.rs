@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use waitroom::clock::{Clock, ManualClock, Millis};
 use waitroom::core::autopilot::{Exchange, Setpoint, Signal, window_start};
+use waitroom::core::history::Share;
 use waitroom::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS};
 use waitroom::core::queue_id::QueueId;
 use waitroom::core::room::{FoundVisitor, Limits, Pick, Placing, PollOutcome, VisitorState};
 use waitroom::core::sharing::{MINUTE_MS, MinuteCounts, SharedUse};
 use waitroom::store::{
-    AutopilotRecord, AutopilotState, RevokeReason, Store, StoreError, TicketPlace,
+    AutopilotRecord, AutopilotState, RevokeReason, SHARES_KEPT_MS, Store, StoreError, TicketPlace,
     window_kept_until,
 };
 
@@ -1157,6 +1158,66 @@ pub async fn a_called_visitor_joining_again_keeps_its_call<S: Store>(
     assert_eq!(waiting(store.poll("b", &l).await.unwrap()), (1, 1));
 }
 
+/// The drop report's shares: each instance's share of a minute is kept apart and replaced when
+/// sent again (never added twice); an instance reads every share but its own; a share is gone
+/// after a day.
+pub async fn report_shares_are_kept_per_instance_and_replaced<S: Store>(
+    store: S,
+    clock: Arc<ManualClock>,
+) {
+    let now = clock.now_ms();
+    let minute = now - now.rem_euclid(MINUTE_MS);
+    let before = minute - MINUTE_MS;
+    let share = |requests: u64| Share {
+        origin_requests: requests,
+        order_pairs: 2 * requests,
+        wait: vec![1, requests],
+        longest_wait_ms: Some(requests * 10),
+        ..Share::default()
+    };
+    store
+        .publish_shares("a", &[(before, share(1)), (minute, share(2))])
+        .await
+        .unwrap();
+    // Sent again as its minute grew: replaced, not added.
+    store
+        .publish_shares("a", &[(minute, share(3))])
+        .await
+        .unwrap();
+    store
+        .publish_shares("b", &[(minute, share(5))])
+        .await
+        .unwrap();
+    store.publish_shares("b", &[]).await.unwrap();
+    let mut seen = store.shares_of(&[before, minute], "nobody").await.unwrap();
+    seen.sort_by_key(|(m, s)| (*m, s.origin_requests));
+    assert_eq!(
+        seen,
+        vec![(before, share(1)), (minute, share(3)), (minute, share(5))]
+    );
+    assert_eq!(
+        store.shares_of(&[minute], "a").await.unwrap(),
+        vec![(minute, share(5))]
+    );
+    assert!(
+        store
+            .shares_of(&[minute + MINUTE_MS], "a")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.shares_of(&[], "a").await.unwrap().is_empty());
+    clock.advance(Duration::from_millis(SHARES_KEPT_MS as u64));
+    assert!(
+        store
+            .shares_of(&[before, minute], "nobody")
+            .await
+            .unwrap()
+            .is_empty(),
+        "kept a day"
+    );
+}
+
 #[macro_export]
 macro_rules! store_conformance {
     ($make:expr) => {
@@ -1191,7 +1252,8 @@ macro_rules! store_conformance {
             a_pass_revoked_for_sharing_says_why,
             a_pass_counts_its_networks_within_a_session,
             pass_use_adds_up_by_minute_over_instances,
-            a_seed_is_spent_once
+            a_seed_is_spent_once,
+            report_shares_are_kept_per_instance_and_replaced
         );
     };
     (@each $make:expr; $($name:ident),+) => {

@@ -471,7 +471,8 @@ impl AdminApp {
                     self.admission.instance(),
                     self.clock.now_ms(),
                     session.req_header().uri.query(),
-                );
+                )
+                .await;
             }
             ("GET", "audit") => {
                 let entries = self.audit.newest_first();

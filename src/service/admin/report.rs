@@ -6,7 +6,9 @@
 //!
 //! Scope: the line's figures (inside, waiting, admitted, joined, abandoned) are the store's
 //! counts, the whole room's on every instance; the rest (waits, order, origin, revocations,
-//! challenges) is what this instance counted. The JSON says which is which.
+//! challenges) each instance counts for itself and publishes to the store (its shares,
+//! `RoomLoop::publish_shares`): the report adds every instance's to its own. The JSON says which
+//! is which, and whether the other instances' shares could be read.
 
 use askama::Template;
 use serde::Serialize;
@@ -26,8 +28,8 @@ const ROOM_WIDE: &[&str] = &[
     "peak_waiting",
     "timeline",
 ];
-/// The figures this instance counted: with several proxies, each reports its own share.
-const THIS_INSTANCE: &[&str] = &["wait", "order_tau", "origin", "revoked", "challenges"];
+/// The figures each instance counts for itself: every instance's shares added.
+const ADDED_UP: &[&str] = &["wait", "order_tau", "origin", "revoked", "challenges"];
 
 const CSV_HEADER: &str =
     "room,minute,inside,waiting,admitted,joined,abandoned,origin_requests,origin_errors";
@@ -233,6 +235,12 @@ struct EventReport {
 struct RoomReport {
     room: String,
     name: String,
+    /// Whether the other instances' shares are in the figures `scope.instances` names: false
+    /// when the store did not answer (then they are this instance's alone, and `shares_error`
+    /// says why).
+    shares_merged: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shares_error: Option<String>,
     /// Everything the history holds (a day at most), or the event's window with `?event=`.
     #[serde(flatten)]
     figures: Figures,
@@ -244,23 +252,58 @@ struct RoomReport {
 
 #[derive(Serialize)]
 struct Scope {
+    /// The store's counts.
     room: &'static [&'static str],
-    instance: &'static [&'static str],
+    /// Every instance's shares added.
+    instances: &'static [&'static str],
 }
 
 #[derive(Serialize)]
 struct Report {
     generated_at: String,
-    /// The instance whose counters the instance-scoped figures are.
+    /// The instance that made the report (its own shares are its freshest).
     instance: String,
     scope: Scope,
     rooms: Vec<RoomReport>,
 }
 
-/// One room's report, or None when `event` names none of its events.
-fn room_report(admin: &RoomAdmin, event: Option<&str>) -> Option<RoomReport> {
-    let settings = admin.room().settings.configured();
+/// A room's minutes as the report reads them: this instance's history with the other
+/// instances' shares added, or its own alone when the store could not give them.
+struct Merged {
+    history: History,
+    error: Option<String>,
+}
+
+/// The room's history with every other instance's published shares of its minutes added. The
+/// history's lock is not held across the store's call.
+async fn merged(admin: &RoomAdmin, instance: &str) -> Merged {
+    let minutes: Vec<Millis> = admin
+        .room_loop()
+        .history()
+        .minutes(Millis::MIN, Millis::MAX)
+        .map(|m| m.start)
+        .collect();
+    let others = admin.room().store.shares_of(&minutes, instance).await;
     let history = admin.room_loop().history();
+    match others {
+        Ok(others) => Merged {
+            history: history.with_shares(&others),
+            error: None,
+        },
+        Err(e) => Merged {
+            history: history.with_shares(&[]),
+            error: Some(format!(
+                "the other instances' shares could not be read: {e}; these figures are this \
+                 instance's alone"
+            )),
+        },
+    }
+}
+
+/// One room's report, or None when `event` names none of its events.
+fn room_report(admin: &RoomAdmin, merged: &Merged, event: Option<&str>) -> Option<RoomReport> {
+    let settings = admin.room().settings.configured();
+    let history = &merged.history;
     let mut span = Span::EVERYTHING;
     let mut events = Vec::new();
     for scheduled in &settings.events {
@@ -277,7 +320,7 @@ fn room_report(admin: &RoomAdmin, event: Option<&str>) -> Option<RoomReport> {
             opens: rfc3339_ms(times.opens_ms()),
             ends: rfc3339_ms(times.end_ms),
             suspended: scheduled.suspended,
-            figures: Figures::of(&history, window),
+            figures: Figures::of(history, window),
         });
     }
     if event.is_some() && events.is_empty() {
@@ -286,21 +329,33 @@ fn room_report(admin: &RoomAdmin, event: Option<&str>) -> Option<RoomReport> {
     Some(RoomReport {
         room: admin.id().to_owned(),
         name: settings.name.clone(),
-        figures: Figures::of(&history, span),
+        shares_merged: merged.error.is_none(),
+        shares_error: merged.error.clone(),
+        figures: Figures::of(history, span),
         events,
         span,
     })
 }
 
 /// The report as asked: 404 when `?event=` names no room's event, 400 for a bad query.
-pub fn report(rooms: &[RoomAdmin], instance: &str, now: Millis, query: Option<&str>) -> Reply {
+pub async fn report(
+    rooms: &[RoomAdmin],
+    instance: &str,
+    now: Millis,
+    query: Option<&str>,
+) -> Reply {
     let query = match Query::parse(query) {
         Ok(query) => query,
         Err(e) => return super::error(400, e.to_string()),
     };
+    let mut histories = Vec::with_capacity(rooms.len());
+    for room in rooms {
+        histories.push(merged(room, instance).await);
+    }
     let reports: Vec<RoomReport> = rooms
         .iter()
-        .filter_map(|room| room_report(room, query.event.as_deref()))
+        .zip(&histories)
+        .filter_map(|(room, merged)| room_report(room, merged, query.event.as_deref()))
         .collect();
     if let Some(event) = &query.event
         && reports.is_empty()
@@ -312,13 +367,17 @@ pub fn report(rooms: &[RoomAdmin], instance: &str, now: Millis, query: Option<&s
         instance: instance.to_owned(),
         scope: Scope {
             room: ROOM_WIDE,
-            instance: THIS_INSTANCE,
+            instances: ADDED_UP,
         },
         rooms: reports,
     };
     match query.format {
         Format::Json => Reply::json(200, &report),
-        Format::Csv => Reply::new(200, "text/csv; charset=utf-8", csv(rooms, &report)),
+        Format::Csv => Reply::new(
+            200,
+            "text/csv; charset=utf-8",
+            csv(rooms, &histories, &report),
+        ),
         Format::Html => html(&report, now),
     }
 }
@@ -333,14 +392,20 @@ fn csv_field(text: &str) -> String {
 }
 
 /// One row per minute per room, over the report's span (the event's with `?event=`).
-fn csv(rooms: &[RoomAdmin], report: &Report) -> String {
+fn csv(rooms: &[RoomAdmin], histories: &[Merged], report: &Report) -> String {
     let mut out = format!("{CSV_HEADER}\n");
     for reported in &report.rooms {
-        let Some(room) = rooms.iter().find(|r| r.id() == reported.room) else {
+        let Some(merged) = rooms
+            .iter()
+            .zip(histories)
+            .find_map(|(r, merged)| (r.id() == reported.room).then_some(merged))
+        else {
             continue;
         };
-        let history = room.room_loop().history();
-        for minute in history.minutes(reported.span.from, reported.span.until) {
+        for minute in merged
+            .history
+            .minutes(reported.span.from, reported.span.until)
+        {
             let a = minute.added;
             out.push_str(&format!(
                 "{},{},{},{},{},{},{},{},{}\n",

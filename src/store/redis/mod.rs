@@ -46,13 +46,14 @@ use tokio::task::AbortHandle;
 
 use crate::clock::{Clock, Millis, SharedClock, SystemClock};
 use crate::core::autopilot::Signal;
+use crate::core::history::Share;
 use crate::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS, RETAIN_LIVE_MS};
 use crate::core::queue_id::QueueId;
 use crate::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoundReport, VisitorState};
 use crate::core::sharing::{MINUTE_MS, MinuteCounts, SharedUse, minute_of};
 use crate::store::{
-    AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
-    StoreResult, TicketPlace, window_kept_until,
+    AutopilotRecord, AutopilotState, Joined, RevokeReason, SHARES_KEPT_MS, SavedSettings, Store,
+    StoreError, StoreResult, TicketPlace, window_kept_until,
 };
 
 pub use acks::ReplicaAcks;
@@ -159,6 +160,8 @@ pub struct RedisStore {
     autopilot_key: String,
     /// A window's hash is `{window_prefix}<started_at>`, in the room's hash slot.
     window_prefix: String,
+    /// A minute's shares of the drop report are `{share_prefix}<minute>`, in the room's slot.
+    share_prefix: String,
     /// The replicas' acknowledgements of admissions, when asked for.
     acks: Option<Acks>,
 }
@@ -248,6 +251,7 @@ impl RedisStore {
             queue_key: format!("{base}queue"),
             autopilot_key: format!("{base}autopilot"),
             window_prefix: format!("{base}autopilot:w:"),
+            share_prefix: format!("{base}share:"),
             acks,
         })
     }
@@ -596,6 +600,51 @@ impl Store for RedisStore {
             inv.arg(field).arg(count);
         }
         self.calls.call("report_window", &inv).await.map(drop)
+    }
+
+    async fn publish_shares(&self, instance: &str, shares: &[(Millis, Share)]) -> StoreResult<()> {
+        if shares.is_empty() {
+            return Ok(());
+        }
+        let mut inv = self
+            .calls
+            .invocation(&self.calls.scripts.publish_shares, None);
+        inv.arg(instance).arg(SHARES_KEPT_MS);
+        for (minute, share) in shares {
+            let json = serde_json::to_string(share)
+                .map_err(|e| StoreError::Corrupt(format!("cannot encode a share: {e}")))?;
+            inv.key(format!("{}{minute}", self.share_prefix))
+                .arg(minute)
+                .arg(json);
+        }
+        self.calls.call("publish_shares", &inv).await.map(drop)
+    }
+
+    async fn shares_of(
+        &self,
+        minutes: &[Millis],
+        except: &str,
+    ) -> StoreResult<Vec<(Millis, Share)>> {
+        if minutes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut inv = self.calls.invocation(&self.calls.scripts.read_shares, None);
+        inv.arg(except).arg(SHARES_KEPT_MS);
+        for minute in minutes {
+            inv.key(format!("{}{minute}", self.share_prefix))
+                .arg(minute);
+        }
+        let (mut r, _) = self.calls.call("read_shares", &inv).await?;
+        let mut shares = Vec::new();
+        for minute in minutes {
+            for _ in 0..r.count()? {
+                let json = r.string()?;
+                let share = serde_json::from_str(&json)
+                    .map_err(|e| corrupt("read_shares", format!("{json:?}: {e}")))?;
+                shares.push((*minute, share));
+            }
+        }
+        Ok(shares)
     }
 
     async fn read_window(&self, started_at: Millis) -> StoreResult<Signal> {

@@ -43,6 +43,10 @@ pub(super) struct Scripts {
     pub(super) save_autopilot: Script,
     pub(super) load_autopilot: Script,
     pub(super) set_autopilot_paused: Script,
+    /// The drop report's shares: the room's KEYS and common arguments, a minute's hash of
+    /// shares (`{base}share:<minute>`) each from KEYS 14.
+    pub(super) publish_shares: Script,
+    pub(super) read_shares: Script,
     /// The per-address limit: its own keys (`{base}ip:<address>`, in the room's hash slot),
     /// apart from the room's shared KEYS and common arguments.
     pub(super) claim_ticket: Script,
@@ -79,6 +83,8 @@ impl Scripts {
             save_autopilot: room_script!("save_autopilot.lua"),
             load_autopilot: room_script!("load_autopilot.lua"),
             set_autopilot_paused: room_script!("set_autopilot_paused.lua"),
+            publish_shares: room_script!("publish_shares.lua"),
+            read_shares: room_script!("read_shares.lua"),
             claim_ticket: Script::new(include_str!("../lua/claim_ticket.lua")),
             note_network: Script::new(include_str!("../lua/note_network.lua")),
             report_pass_use: Script::new(include_str!("../lua/report_pass_use.lua")),
