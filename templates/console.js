@@ -184,6 +184,7 @@
     roomsEl.appendChild(el);
     rooms[id] = room;
     loadEvents(room);
+    drawHistory(room);
     return room;
   }
 
@@ -378,9 +379,12 @@
 
   function render(state) {
     var room = rooms[state.room] || build(state.room);
-    // The event governing the room changed (one started or ended): its list says so again.
-    if (room.state && room.state.event !== state.event) { loadEvents(room); }
+    // The event governing the room changed (one started or ended): its list says so again, and
+    // the report is fetched again for its chart.
+    var was = room.state;
     room.state = state;
+    if (!was || was.event !== state.event) { drawHistory(room); }
+    if (was && was.event !== state.event) { loadEvents(room); loadReport(); }
     field(room, "title").textContent = state.name ? state.name + " (" + state.room + ")" : state.room;
     field(room, "inside").textContent = shown(state.occupancy) + " / " + shown(state.total_active_users);
     field(room, "waiting").textContent = shown(state.queue_length);
@@ -443,33 +447,80 @@
     return el;
   }
 
-  function chart(timeline) {
-    var top = 1;
-    timeline.forEach(function (p) { top = Math.max(top, p.inside, p.waiting, p.admitted); });
-    var step = CHART_WIDTH / Math.max(timeline.length, 1);
-    function y(v) { return CHART_HEIGHT - CHART_HEIGHT * v / top; }
-    function line(name) {
-      return timeline.map(function (p, i) {
-        return (step * (i + 0.5)).toFixed(1) + "," + y(p[name]).toFixed(1);
-      }).join(" ");
-    }
-    var first = timeline.length ? timeline[0].minute : "";
-    var last = timeline.length ? timeline[timeline.length - 1].minute : "";
-    var el = svg("svg", {
-      "class": "chart", viewBox: "0 0 " + CHART_WIDTH + " " + CHART_HEIGHT, role: "img",
-      "aria-label": "Per minute from " + first + " to " + last + ": inside, waiting (lines) and admitted (bars), scale 0 to " + top
-    });
+  // The timeline as an SVG: lines for inside and waiting, a bar per minute for admitted, on one
+  // scale. By default the points sit side by side; with `span` ({ from: ms, minutes: n }) each
+  // sits at its own minute of the span, so a minute with no record (an outage, or before the
+  // proxy started) is a gap. `describe(facts)` gives the text alternative.
+  function chart(timeline, span, describe) {
+    var slots = span ? span.minutes : Math.max(timeline.length, 1);
+    var placed = [];
     timeline.forEach(function (p, i) {
-      if (p.admitted > 0) {
+      var slot = span ? Math.round((Date.parse(p.minute) - span.from) / 60000) : i;
+      if (slot >= 0 && slot < slots) { placed.push({ p: p, slot: slot }); }
+    });
+    var top = 1;
+    placed.forEach(function (o) { top = Math.max(top, o.p.inside, o.p.waiting, o.p.admitted); });
+    var step = CHART_WIDTH / slots;
+    // A little room above the top of the scale, so that a line there is not cut in half.
+    function y(v) { return CHART_HEIGHT - (CHART_HEIGHT - 4) * v / top; }
+    // One polyline per run of consecutive minutes; a lone minute is a short level stroke.
+    function lines(name) {
+      var runs = [];
+      placed.forEach(function (o, i) {
+        if (i === 0 || o.slot !== placed[i - 1].slot + 1) { runs.push([]); }
+        runs[runs.length - 1].push(o);
+      });
+      return runs.map(function (run) {
+        var points = run.length === 1
+          ? [step * (run[0].slot + 0.1), step * (run[0].slot + 0.9)].map(function (x) {
+            return x.toFixed(1) + "," + y(run[0].p[name]).toFixed(1);
+          })
+          : run.map(function (o) { return (step * (o.slot + 0.5)).toFixed(1) + "," + y(o.p[name]).toFixed(1); });
+        return svg("polyline", { "class": name, points: points.join(" ") });
+      });
+    }
+    var first = placed.length ? placed[0].p.minute : "";
+    var last = placed.length ? placed[placed.length - 1].p.minute : "";
+    var facts = { points: placed.map(function (o) { return o.p; }), top: top, first: first, last: last };
+    var label = describe ? describe(facts)
+      : "Per minute from " + first + " to " + last + ": inside, waiting (lines) and admitted (bars), scale 0 to " + top;
+    var el = svg("svg", {
+      // Stretched to the width it is given (its height is capped): a minute's slot keeps its
+      // place across the whole width instead of the chart shrinking to the middle.
+      "class": "chart", viewBox: "0 0 " + CHART_WIDTH + " " + CHART_HEIGHT, preserveAspectRatio: "none",
+      role: "img", "aria-label": label
+    });
+    var title = svg("title", {});
+    title.textContent = label;
+    el.appendChild(title);
+    placed.forEach(function (o) {
+      if (o.p.admitted > 0) {
         el.appendChild(svg("rect", {
-          "class": "admitted", x: step * i + step * 0.2, y: y(p.admitted),
-          width: step * 0.6, height: CHART_HEIGHT - y(p.admitted)
+          "class": "admitted", x: step * o.slot + step * 0.2, y: y(o.p.admitted),
+          width: step * 0.6, height: CHART_HEIGHT - y(o.p.admitted)
         }));
       }
     });
-    el.appendChild(svg("polyline", { "class": "waiting", points: line("waiting") }));
-    el.appendChild(svg("polyline", { "class": "inside", points: line("inside") }));
+    lines("waiting").concat(lines("inside")).forEach(function (line) { el.appendChild(line); });
     return { el: el, top: top, first: first, last: last };
+  }
+
+  // The chart's key: `text`, then a swatch per series.
+  function chartKey(text) {
+    var key = document.createElement("p");
+    key.className = "key muted";
+    key.textContent = text;
+    ["inside", "waiting", "admitted"].forEach(function (name) {
+      var item = document.createElement("span");
+      item.className = "k";
+      var swatch = document.createElement("span");
+      swatch.className = "swatch k-" + name;
+      item.appendChild(swatch);
+      item.appendChild(document.createTextNode(name === "admitted" ? "admitted per minute" : name));
+      key.appendChild(document.createTextNode(" "));
+      key.appendChild(item);
+    });
+    return key;
   }
 
   function figure(list, name, value) {
@@ -503,16 +554,7 @@
     if (figures.timeline.length) {
       var drawn = chart(figures.timeline);
       part.appendChild(drawn.el);
-      var key = document.createElement("p");
-      key.className = "key muted";
-      key.textContent = "0 to " + drawn.top + ", " + drawn.first + " to " + drawn.last + ":";
-      ["inside", "waiting", "admitted"].forEach(function (name) {
-        var swatch = document.createElement("span");
-        swatch.className = "k-" + name;
-        key.appendChild(swatch);
-        key.appendChild(document.createTextNode(name === "admitted" ? "admitted per minute" : name));
-      });
-      part.appendChild(key);
+      part.appendChild(chartKey("0 to " + drawn.top + ", " + drawn.first + " to " + drawn.last + ":"));
     } else {
       var none = document.createElement("p");
       none.className = "muted";
@@ -529,8 +571,97 @@
     return part;
   }
 
+  // The live view's history: the charts of the last hour and of the event governing now, and
+  // the revocations and challenges, all from the one report the page fetches once a minute
+  // (the live numbers come from the event stream). `report` holds that answer.
+  var report = null;
+  var MINUTE = 60000;
+  // The history keeps a day: an event open longer is drawn over its last day.
+  var KEPT_MINUTES = 1440;
+
+  // A time in the browser's zone: the hour and minute, with the date when not today.
+  function clock(ms) {
+    var d = new Date(ms);
+    var time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    return d.toDateString() === new Date().toDateString() ? time : d.toLocaleDateString() + " " + time;
+  }
+
+  function replace(el, child) {
+    el.textContent = "";
+    el.appendChild(child);
+  }
+
+  // The text alternative of a live chart: what it spans and the figures it shows.
+  function describeSpan(what) {
+    return function (facts) {
+      var points = facts.points;
+      if (!points.length) { return what + ": no minute recorded."; }
+      var most = function (name) { return Math.max.apply(null, points.map(function (p) { return p[name]; })); };
+      var latest = points[points.length - 1];
+      var admitted = points.reduce(function (sum, p) { return sum + p.admitted; }, 0);
+      return what + ", per minute from " + clock(Date.parse(facts.first)) + " to " +
+        clock(Date.parse(facts.last)) + " (" + points.length + (points.length === 1 ? " minute" : " minutes") +
+        " recorded): inside " + latest.inside + " at the last minute, " + most("inside") + " at most; waiting " +
+        latest.waiting + " at the last minute, " + most("waiting") + " at most; admitted " + admitted +
+        " in all, " + most("admitted") + " at most in a minute.";
+    };
+  }
+
+  // `minutes` minutes to the report's own minute (the proxy's clock, not the browser's).
+  function drawSpan(el, timeline, from, minutes, what) {
+    var drawn = chart(timeline, { from: from, minutes: minutes }, describeSpan(what));
+    if (!drawn.first) {
+      var none = document.createElement("p");
+      none.className = "muted";
+      none.textContent = "No minute recorded in this span yet.";
+      replace(el, none);
+      return;
+    }
+    var part = document.createDocumentFragment();
+    part.appendChild(drawn.el);
+    part.appendChild(chartKey("0 to " + drawn.top + ", " + clock(from) + " to " +
+      clock(from + (minutes - 1) * MINUTE) + ", a minute each:"));
+    el.textContent = "";
+    el.appendChild(part);
+  }
+
+  function drawHistory(room) {
+    var mine = report && (report.rooms || []).filter(function (r) { return r.room === room.id; })[0];
+    if (!mine) { return; }
+    field(room, "revoked").textContent = mine.revoked.ended + " / " + mine.revoked.shared;
+    field(room, "challenges").textContent = mine.challenges.passed + " / " + mine.challenges.failed;
+    // Every instance's counts added up (on Redis, the shares they publish), unless the report
+    // could not read the others' (`shares_merged: false`).
+    var counted = mine.shares_merged !== false ? "the whole room's"
+      : "as this instance (" + report.instance + ") alone counted them: the other instances' " +
+        "counts could not be read";
+    field(room, "counted").textContent = "Passes revoked and challenges: " +
+      (mine.from ? "since " + clock(Date.parse(mine.from)) : "no minute recorded yet") +
+      " (the history the proxy keeps, a day at most), " + counted + "; from the drop report, once a minute.";
+    var generated = Date.parse(report.generated_at);
+    var now = generated - generated % MINUTE;
+    drawSpan(field(room, "last-hour-chart"), mine.timeline, now - 59 * MINUTE, 60, "The last hour");
+    var name = room.state && room.state.event;
+    var event = name && (mine.events || []).filter(function (e) { return e.event === name; })[0];
+    room.el.querySelector('[data-part="since-event"]').hidden = !event;
+    if (!event) { return; }
+    var opens = Date.parse(event.opens);
+    var from = Math.max(opens - opens % MINUTE, now - (KEPT_MINUTES - 1) * MINUTE);
+    var minutes = Math.max(1, (now - from) / MINUTE + 1);
+    var title = "Since event " + event.event + " opened (" + clock(opens) + ")";
+    field(room, "since-event-title").textContent = title;
+    drawSpan(field(room, "since-event-chart"), event.timeline, from, minutes, title);
+  }
+
+  // Answers arriving out of order: only the latest asked for is drawn.
+  var reportAsked = 0;
+
   function loadReport() {
+    var asked = ++reportAsked;
     api("GET", "/admin/report").then(function (answer) {
+      if (asked !== reportAsked) { return; }
+      report = answer;
+      Object.keys(rooms).forEach(function (id) { drawHistory(rooms[id]); });
       var el = document.getElementById("report");
       el.textContent = "";
       (answer.rooms || []).forEach(function (room) {

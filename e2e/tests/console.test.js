@@ -3,11 +3,13 @@
 //     token refused, the live view following a small crowd larger than the room (the line moving
 //     up when a place is freed at the checkout, inside rising with a raised limit), the drop
 //     report's figures of that crowd and its HTML download (the room named, nothing pointing
-//     elsewhere), queue_all and a lowered limit each confirmed in the dialog and taking effect,
-//     an event added from the form, edited (later: at once; moved to govern now, and governing:
-//     confirmed, with the change listed) and called off, the audit log naming the session,
-//     sign-out; axe-core finds no serious or critical violation (light desktop, dark phone). The
-//     pages are saved as docs/console.md's screenshots.
+//     elsewhere), the room's last hour charted in the live view (its text alternative naming the
+//     figures) with the passes revoked and the challenges, queue_all and a lowered limit each
+//     confirmed in the dialog and taking effect, an event added from the form, edited (later: at
+//     once; moved to govern now, and governing: confirmed, with the change listed, and charted
+//     since it opened) and called off, the audit log naming the session, sign-out; axe-core finds
+//     no serious or critical violation (light desktop, dark phone). The pages are saved as
+//     docs/console.md's screenshots.
 
 const fs = require('node:fs');
 const { test } = require('node:test');
@@ -118,6 +120,21 @@ test('(k) console: sign in, watch the room, change it with a confirmation, sign 
     return figures.Admitted === '4' && figures['Joined the line'] === '2';
   }, { every: 500 });
   assert.match(await textOf(page, '#report h3'), /^E2E drop \(e2e-room\), \d+ minutes?$/);
+  // The live view's history, from the same report: the last hour drawn, its text alternative
+  // naming the figures (the four admitted, all within the hour), and the passes revoked (the
+  // checkout ended one) and challenges (none asked).
+  const lastHour = card.locator('[data-field="last-hour-chart"] svg[role="img"]');
+  const lastHourText = await eventually('the last hour drawn', async () => {
+    const text = await lastHour.getAttribute('aria-label', { timeout: 500 });
+    return text.includes('admitted 4 in all') && text;
+  });
+  assert.match(lastHourText, /^The last hour, per minute from .+ to .+ \(\d+ minutes? recorded\): inside \d+ at the last minute, \d+ at most; waiting \d+ at the last minute, \d+ at most; admitted 4 in all, \d+ at most in a minute\.$/);
+  assert.equal(await lastHour.locator('title').textContent(), await lastHour.getAttribute('aria-label'));
+  assert.match(await card.locator('[data-part="last-hour"] .key').textContent(), /^0 to \d+, .+ to .+, a minute each:/);
+  assert.equal(await figure('revoked'), '1 / 0', 'passes revoked: ended / shared');
+  assert.equal(await figure('challenges'), '0 / 0', 'challenges: passed / failed');
+  assert.match(await figure('counted'), /^Passes revoked and challenges: since .+ \(the history the proxy keeps, a day at most\)/);
+  assert.equal(await card.locator('[data-part="since-event"]').isVisible(), false, 'no event governs: no chart of one');
   const [download] = await Promise.all([
     page.waitForEvent('download'),
     reportSection.getByRole('link', { name: /Download the report/ }).click(),
@@ -201,6 +218,13 @@ test('(k) console: sign in, watch the room, change it with a confirmation, sign 
   await eventually('the event governing', async () => (await room.state()).event === 'console-drop');
   await eventually('the live view shows its capacity', async () => (await figure('inside')) === '3 / 50');
   await eventually('the list says it governs', async () => (await item.textContent()).includes('governing now'));
+  // Governing: a second chart, since it opened (the report fetched again for it).
+  const sinceEvent = card.locator('[data-part="since-event"]');
+  await eventually('the chart since the event opened', async () =>
+    (await sinceEvent.isVisible()) &&
+    /^Since event console-drop opened \(.+\)$/.test(await sinceEvent.locator('h3').textContent()) &&
+    /^Since event console-drop opened \(.+\), per minute from .+ admitted \d+ in all/.test(
+      await sinceEvent.locator('svg[role="img"]').getAttribute('aria-label', { timeout: 500 })));
   assert.equal(await figure('next-event'), 'none', 'the one governing is not the next');
   await item.getByRole('button', { name: 'Edit' }).click();
   await form.getByLabel('Total active users during it').fill('40');
@@ -217,6 +241,7 @@ test('(k) console: sign in, watch the room, change it with a confirmation, sign 
   await eventually('the event called off', async () => (await drop()).suspended === true);
   await item.getByRole('button', { name: 'Reinstate' }).waitFor();
   await eventually('the room its own again', async () => (await figure('inside')) === '3 / 2');
+  await eventually('no event chart once none governs', async () => !(await sinceEvent.isVisible()));
 
   const who = (await textOf(page, '#who')).trim();
   await eventually('the audit log', async () => {
