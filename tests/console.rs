@@ -13,6 +13,7 @@ use common::proxy::{
     ADMIN_TOKEN, Sections, TestProxy, admin_get, admin_patch, config_with, free_port,
     wait_listening,
 };
+use common::tls::TestCa;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 
@@ -53,9 +54,14 @@ fn between<'a>(html: &'a str, before: &str, after: &str) -> Option<&'a str> {
 impl Browser {
     /// A browser on the admin listener at `admin` (http://host:port).
     fn new(admin: &str) -> Self {
+        Self::with(admin, reqwest::Client::builder())
+    }
+
+    /// A browser on `admin` with a client of its own (one trusting a test CA, for HTTPS).
+    fn with(admin: &str, client: reqwest::ClientBuilder) -> Self {
         Self {
             admin: admin.to_owned(),
-            client: reqwest::Client::builder()
+            client: client
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .unwrap(),
@@ -265,6 +271,70 @@ async fn the_right_token_sets_a_strict_http_only_expiring_cookie_for_admin_only(
     let mut other = Browser::new(&proxy.admin);
     other.sign_in().await;
     assert_ne!(other.cookie, browser.cookie);
+}
+
+/// With `admin.certificate` the admin listener speaks TLS: the console is `https://`, its
+/// session cookie `Secure`, and a change must come from the `https://` origin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_tls_the_console_cookie_is_secure_and_its_origin_https() {
+    let ca = TestCa::new();
+    let leaf = ca.leaf(&["127.0.0.1"], "admin");
+    let admin_tls = format!(
+        "{ONE_MINUTE_SESSIONS}\ncertificate = \"{}\"\nkey = \"{}\"\n",
+        leaf.certificate.display(),
+        leaf.key.display()
+    );
+    let proxy = TestProxy::start_with(
+        "total_active_users = 5\nnew_users_per_minute = 100",
+        &admin_tls,
+    );
+    let https = proxy.admin.replacen("http://", "https://", 1);
+    let trusting = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.ca_pem.as_bytes()).unwrap());
+    let mut browser = Browser::with(&https, trusting);
+    let answer = browser.sign_in_with(ADMIN_TOKEN).await;
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let id = browser.cookie.clone().unwrap();
+    assert_eq!(
+        header(answer.headers(), "set-cookie"),
+        format!(
+            "waitroom_console={id}; Path=/admin; Max-Age=60; HttpOnly; SameSite=Strict; Secure"
+        )
+    );
+    browser.sign_in().await;
+    // The page's own origin is https://: a change from it passes, from the http:// spelling of
+    // the same host and port it is another origin.
+    let from_http = browser
+        .patch_config(r#"{"queue_all": true}"#)
+        .header("x-csrf-token", browser.csrf_token.clone().unwrap())
+        .header("origin", &proxy.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(from_http.status(), StatusCode::FORBIDDEN);
+    let own = browser
+        .with_csrf(browser.patch_config(r#"{"queue_all": true}"#))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(own.status(), StatusCode::OK);
+    let state: serde_json::Value = browser.get("/admin/state").await.json().await.unwrap();
+    assert_eq!(state["queue_all"], true);
+    let out = browser.sign_out().await;
+    assert!(
+        header(out.headers(), "set-cookie")
+            .ends_with("Max-Age=0; HttpOnly; SameSite=Strict; Secure")
+    );
+    // Plain HTTP on the TLS port gets no answer of the API.
+    let plain = reqwest::Client::new()
+        .get(format!("{}/admin/state", proxy.admin))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await;
+    assert!(
+        plain.map_or(true, |r| !r.status().is_success()),
+        "plain HTTP answered over the TLS listener"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -209,28 +209,34 @@ fn bad_tls_files_stop_the_start_naming_the_key() {
     let leaf = ca.leaf(&["localhost"], "proxy");
     let other = ca.leaf(&["localhost"], "other");
     let origin = StubOrigin::start();
-    let start = |listen: String, origin_lines: String| {
-        let text = common::proxy::config_with(
+    let text = |listen: &str, origin_lines: &str, admin: &str| {
+        common::proxy::config_with(
             common::proxy::free_port(),
             common::proxy::free_port(),
             origin.addr,
             Sections {
-                listen: &listen,
-                origin: &origin_lines,
+                listen,
+                origin: origin_lines,
                 room: "total_active_users = 1\nnew_users_per_minute = 1",
+                rest: admin,
                 ..Sections::default()
             },
-        );
+        )
+    };
+    let start_with = |listen: String, origin_lines: String, admin: String| {
+        let text = text(&listen, &origin_lines, &admin);
         let (config, _) =
             waitroom::config::Config::parse(&text, &common::proxy::NoEnvironment, false).unwrap();
         match waitroom::service::server::spawn(
             &config,
             waitroom::service::server::RunOptions::default(),
         ) {
-            Ok(_) => panic!("started with {listen} {origin_lines}"),
+            Ok(_) => panic!("started with {listen} {origin_lines} {admin}"),
             Err(e) => e.to_string(),
         }
     };
+    let start =
+        |listen: String, origin_lines: String| start_with(listen, origin_lines, String::new());
     let missing = start(
         "certificate = \"/nonexistent.pem\"\nkey = \"/nonexistent.key\"".into(),
         String::new(),
@@ -250,6 +256,46 @@ fn bad_tls_files_stop_the_start_naming_the_key() {
         format!("tls = true\nca_file = \"{}\"", leaf.key.display()),
     );
     assert!(no_ca.starts_with("origin.ca_file:"), "{no_ca}");
+
+    // The admin listener's own pair, named as its keys.
+    let admin_missing = start_with(
+        String::new(),
+        String::new(),
+        "certificate = \"/nonexistent.pem\"\nkey = \"/nonexistent.key\"".into(),
+    );
+    assert!(
+        admin_missing.starts_with("admin.certificate:"),
+        "{admin_missing}"
+    );
+    let admin_mismatched = start_with(
+        String::new(),
+        String::new(),
+        format!(
+            "certificate = \"{}\"\nkey = \"{}\"",
+            leaf.certificate.display(),
+            other.key.display()
+        ),
+    );
+    assert!(
+        admin_mismatched.starts_with("admin.key:"),
+        "{admin_mismatched}"
+    );
+    let half = waitroom::config::Config::parse(
+        &text(
+            "",
+            "",
+            &format!("certificate = \"{}\"", leaf.certificate.display()),
+        ),
+        &common::proxy::NoEnvironment,
+        false,
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(
+        half.contains("admin.key: is required with admin.certificate"),
+        "{half}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

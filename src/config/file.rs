@@ -450,6 +450,12 @@ pub struct AdminSection {
     /// How long a sign-in to the console (`/admin/console`) lasts before it asks for the token
     /// again.
     pub console_session: String,
+    /// PEM certificate chain: with `key`, the admin listener speaks TLS (HTTPS for the console
+    /// and the API, its session cookie `Secure`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl Default for AdminSection {
@@ -459,6 +465,8 @@ impl Default for AdminSection {
             token: None,
             ready_requires_store: false,
             console_session: "8h".into(),
+            certificate: None,
+            key: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::net::{SocketAddr, TcpListener};
 
 use super::start::StartError;
-use super::tls::{check_ca_file, check_listener};
+use super::tls::{TlsKeys, check_ca_file, check_listener};
 use crate::config::Config;
 use crate::config::model::Cap;
 use crate::observe::MetricsRegistry;
@@ -15,7 +15,10 @@ use crate::service::limits::OpenFiles;
 /// `--test`, because Pingora would only fail on them inside a running service.
 pub fn check_files(config: &Config) -> Result<(), StartError> {
     if let Some(tls) = &config.tls {
-        check_listener(tls)?;
+        check_listener(tls, TlsKeys::LISTEN)?;
+    }
+    if let Some(tls) = &config.admin_tls {
+        check_listener(tls, TlsKeys::ADMIN)?;
     }
     if let Some(ca_file) = &config.origin.ca_file {
         check_ca_file(ca_file)?;

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use pingora_core::apps::HttpServerOptions;
-use pingora_core::listeners::tls::TlsSettings;
 use pingora_core::listeners::{L4BufferSettings, ListenerConfig};
 use pingora_core::server::configuration::ServerConf;
 use pingora_core::services::listening::Service;
@@ -12,7 +11,7 @@ use pingora_proxy::HttpProxy;
 
 use super::admin::{AdminApp, AdminParts};
 use super::checks::warn_if_short;
-use super::tls::TlsError;
+use super::tls::{TlsError, TlsKeys, listener_settings};
 use crate::config::Config;
 use crate::config::model::Cap;
 use crate::proxy::origin::OriginAddresses;
@@ -118,12 +117,7 @@ pub(super) fn public(
     let listen = config.listen.to_string();
     match &config.tls {
         Some(tls) => {
-            let path = |p: &std::path::Path| p.to_string_lossy().into_owned();
-            let mut settings = TlsSettings::intermediate(&path(&tls.certificate), &path(&tls.key))
-                .map_err(|e| TlsError {
-                    key: "listen.certificate",
-                    reason: e.to_string(),
-                })?;
+            let mut settings = listener_settings(tls, TlsKeys::LISTEN)?;
             // ALPN: HTTP/2 preferred, HTTP/1.1 still offered.
             settings.enable_h2();
             service.add_tls_with_settings(&listen, None, settings);
@@ -135,14 +129,21 @@ pub(super) fn public(
     Ok(service)
 }
 
-/// The admin listener: health, readiness, metrics and the API, on one thread of its own.
+/// The admin listener: health, readiness, metrics and the API, on one thread of its own; over
+/// TLS with `admin.certificate` (HTTP/1.1: the console's live view is one long response).
 pub(super) fn admin(
     config: &Config,
     rooms: Vec<super::admin::RoomAdmin>,
     parts: AdminParts,
-) -> Service<AdminApp> {
+) -> Result<Service<AdminApp>, TlsError> {
     let mut admin = Service::new("waitroom admin".to_owned(), AdminApp::new(rooms, parts));
     admin.threads = Some(1);
-    admin.add_tcp(&config.admin_address.to_string());
-    admin
+    let address = config.admin_address.to_string();
+    match &config.admin_tls {
+        Some(tls) => {
+            admin.add_tls_with_settings(&address, None, listener_settings(tls, TlsKeys::ADMIN)?)
+        }
+        None => admin.add_tcp(&address),
+    }
+    Ok(admin)
 }

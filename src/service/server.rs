@@ -157,8 +157,9 @@ pub fn build(
             }),
             clock: options.clock.clone(),
             console_session: config.admin_console_session,
+            tls: config.admin_tls.is_some(),
         },
-    ));
+    )?);
     add_background(
         &mut server,
         config,

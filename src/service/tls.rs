@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use pingora_core::listeners::tls::TlsSettings;
 use pingora_core::tls::{RootCertStore, load_ca_file_into_store, load_certs_and_key_files};
 
 use crate::config::model::ListenTls;
@@ -29,15 +30,43 @@ fn path_text<'a>(key: &'static str, path: &'a Path) -> Result<&'a str, TlsError>
     })
 }
 
+/// Where a listener's TLS files are named in the file: `listen` or `admin`.
+#[derive(Debug, Clone, Copy)]
+pub struct TlsKeys {
+    pub certificate: &'static str,
+    pub key: &'static str,
+}
+
+impl TlsKeys {
+    pub const LISTEN: Self = Self {
+        certificate: "listen.certificate",
+        key: "listen.key",
+    };
+    pub const ADMIN: Self = Self {
+        certificate: "admin.certificate",
+        key: "admin.key",
+    };
+}
+
+/// A listener's TLS settings, its files checked first ([`check_listener`]'s words).
+pub fn listener_settings(tls: &ListenTls, keys: TlsKeys) -> Result<TlsSettings, TlsError> {
+    let certificate = path_text(keys.certificate, &tls.certificate)?;
+    let key = path_text(keys.key, &tls.key)?;
+    TlsSettings::intermediate(certificate, key).map_err(|e| TlsError {
+        key: keys.certificate,
+        reason: e.to_string(),
+    })
+}
+
 /// The listener's certificate chain and private key load, and belong to each other.
-pub fn check_listener(tls: &ListenTls) -> Result<(), TlsError> {
-    let certificate = path_text("listen.certificate", &tls.certificate)?;
-    let key = path_text("listen.key", &tls.key)?;
+pub fn check_listener(tls: &ListenTls, keys: TlsKeys) -> Result<(), TlsError> {
+    let certificate = path_text(keys.certificate, &tls.certificate)?;
+    let key = path_text(keys.key, &tls.key)?;
     let (chain, private_key) = match load_certs_and_key_files(certificate, key) {
         Ok(Some(loaded)) => loaded,
         Ok(None) => {
             return Err(TlsError {
-                key: "listen.certificate",
+                key: keys.certificate,
                 reason: format!(
                     "{certificate} and {key} must hold a PEM certificate chain and a PEM \
                      private key"
@@ -46,7 +75,7 @@ pub fn check_listener(tls: &ListenTls) -> Result<(), TlsError> {
         }
         Err(e) => {
             return Err(TlsError {
-                key: "listen.certificate",
+                key: keys.certificate,
                 reason: format!("cannot load {certificate} / {key}: {e}"),
             });
         }
@@ -57,7 +86,7 @@ pub fn check_listener(tls: &ListenTls) -> Result<(), TlsError> {
         .with_single_cert(chain, private_key)
         .map(drop)
         .map_err(|e| TlsError {
-            key: "listen.key",
+            key: keys.key,
             reason: format!("does not fit the certificate in {certificate}: {e}"),
         })
 }

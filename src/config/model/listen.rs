@@ -20,7 +20,8 @@ pub const PID_FILE_NAME: &str = "waitroom.pid";
 /// and a connection kept longer only holds a slot of `max_connections`.
 pub const MAX_KEEPALIVE: Duration = Duration::from_secs(600);
 
-/// The certificate and key of the public listener, which then speaks TLS (HTTP/2 and HTTP/1.1).
+/// The certificate and key of a listener, which then speaks TLS: the public one (HTTP/2 and
+/// HTTP/1.1) or the admin one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListenTls {
     pub certificate: PathBuf,
@@ -92,20 +93,30 @@ pub(crate) struct Listen {
     pub connections: ListenConfig,
 }
 
-pub(crate) fn listen(listen: &ListenSection, env: &dyn Environment) -> Result<Listen, ConfigError> {
-    let tls = match (
-        non_empty_path("listen.certificate", listen.certificate.as_deref())?,
-        non_empty_path("listen.key", listen.key.as_deref())?,
+/// A listener's `certificate` and `key` (`section` is `listen` or `admin`): both or neither.
+pub(crate) fn tls_pair(
+    section: &str,
+    certificate: Option<&str>,
+    key: Option<&str>,
+) -> Result<Option<ListenTls>, ConfigError> {
+    let (cert_key, key_key) = (format!("{section}.certificate"), format!("{section}.key"));
+    match (
+        non_empty_path(&cert_key, certificate)?,
+        non_empty_path(&key_key, key)?,
     ) {
-        (Some(certificate), Some(key)) => Some(ListenTls { certificate, key }),
-        (None, None) => None,
-        (Some(_), None) => {
-            return Err(invalid("listen.key", "is required with listen.certificate"));
-        }
-        (None, Some(_)) => {
-            return Err(invalid("listen.certificate", "is required with listen.key"));
-        }
-    };
+        (Some(certificate), Some(key)) => Ok(Some(ListenTls { certificate, key })),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(invalid(&key_key, format!("is required with {cert_key}"))),
+        (None, Some(_)) => Err(invalid(&cert_key, format!("is required with {key_key}"))),
+    }
+}
+
+pub(crate) fn listen(listen: &ListenSection, env: &dyn Environment) -> Result<Listen, ConfigError> {
+    let tls = tls_pair(
+        "listen",
+        listen.certificate.as_deref(),
+        listen.key.as_deref(),
+    )?;
     // Under systemd (RuntimeDirectory=) the hand-over needs no configuration.
     let runtime_dir = env
         .var(ENV_RUNTIME_DIRECTORY)

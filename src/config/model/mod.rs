@@ -143,6 +143,8 @@ pub struct Config {
     pub admin_ready_requires_store: bool,
     /// `admin.console_session`: how long a console sign-in lasts.
     pub admin_console_session: Duration,
+    /// `admin.certificate` and `admin.key`: the admin listener speaks TLS.
+    pub admin_tls: Option<ListenTls>,
     /// `[turnstile]`, when a challenge is on.
     pub turnstile: Option<TurnstileConfig>,
     /// `[proof_of_work]`, on or off (an event may turn it on for its time only).
@@ -401,6 +403,14 @@ impl Config {
             &mut errors,
             values::duration("admin.console_session", &file.admin.console_session),
         );
+        let admin_tls = keep(
+            &mut errors,
+            listen::tls_pair(
+                "admin",
+                file.admin.certificate.as_deref(),
+                file.admin.key.as_deref(),
+            ),
+        );
         let turnstile = keep(
             &mut errors,
             turnstile::turnstile(&mut file.turnstile, env, &mut warnings),
@@ -428,6 +438,7 @@ impl Config {
             Some(rate_limit),
             Some(admin_address),
             Some(admin_console_session),
+            Some(admin_tls),
             Some(turnstile),
             Some(proof_of_work),
             Some(entry),
@@ -444,6 +455,7 @@ impl Config {
             rate_limit,
             admin_address,
             admin_console_session,
+            admin_tls,
             turnstile,
             proof_of_work,
             entry,
@@ -481,6 +493,7 @@ impl Config {
             admin_token,
             admin_ready_requires_store: file.admin.ready_requires_store,
             admin_console_session,
+            admin_tls,
             turnstile,
             proof_of_work,
             entry,

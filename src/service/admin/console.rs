@@ -36,15 +36,40 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// How the admin listener is reached: plain HTTP, or TLS with `admin.certificate`. It decides
+/// the console's own origin (`http://` or `https://`) and whether its cookie is `Secure`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    fn origin(self, host: &str) -> String {
+        match self {
+            Scheme::Http => format!("http://{host}"),
+            Scheme::Https => format!("https://{host}"),
+        }
+    }
+
+    /// A browser sends a `Secure` cookie back over TLS only: set over TLS, the session never
+    /// travels in clear; over plain HTTP it would never come back (but to loopback).
+    fn cookie_attributes(self) -> &'static str {
+        match self {
+            Scheme::Http => "HttpOnly; SameSite=Strict",
+            Scheme::Https => "HttpOnly; SameSite=Strict; Secure",
+        }
+    }
+}
+
 /// The request comes from a page of this admin listener, as far as the browser says. With an
-/// `Origin`, it must be this listener's own: the admin listener speaks plain HTTP
-/// (`listeners::admin`), so that is `http://` and the `Host` the browser sent. Without one, a
-/// browser's `Sec-Fetch-Site` must not say another site sent it; `same-site` is refused too, as
-/// the public listener on another port of the same host is the same site. A client that sends
-/// neither (curl) is not a browser another site could drive.
-pub fn same_origin(headers: &HeaderMap) -> Result<(), Forgery> {
+/// `Origin`, it must be this listener's own: its scheme and the `Host` the browser sent. Without
+/// one, a browser's `Sec-Fetch-Site` must not say another site sent it; `same-site` is refused
+/// too, as the public listener on another port of the same host is the same site. A client
+/// that sends neither (curl) is not a browser another site could drive.
+pub fn same_origin(headers: &HeaderMap, scheme: Scheme) -> Result<(), Forgery> {
     if let Some(origin) = header(headers, "origin") {
-        let own = header(headers, "host").map(|host| format!("http://{host}"));
+        let own = header(headers, "host").map(|host| scheme.origin(host));
         return match own {
             Some(own) if own.eq_ignore_ascii_case(origin) => Ok(()),
             _ => Err(Forgery::ForeignOrigin(origin.to_owned())),
@@ -57,8 +82,8 @@ pub fn same_origin(headers: &HeaderMap) -> Result<(), Forgery> {
 }
 
 /// A state-changing request of `session`: from this listener's own pages, with its CSRF token.
-pub fn check_change(headers: &HeaderMap, session: &Session) -> Result<(), Forgery> {
-    same_origin(headers)?;
+pub fn check_change(headers: &HeaderMap, session: &Session, scheme: Scheme) -> Result<(), Forgery> {
+    same_origin(headers, scheme)?;
     match header(headers, CSRF_HEADER) {
         Some(given) if session.csrf_matches(given) => Ok(()),
         _ => Err(Forgery::CsrfToken),
@@ -71,19 +96,22 @@ pub fn session_id(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The session cookie: out of reach of scripts (`HttpOnly`), never sent by a request another
-/// site starts (`SameSite=Strict`), to `/admin` only, and gone when the session ends. No
-/// `Secure`: the admin listener has no TLS (docs/operations.md), and a browser would never send
-/// a `Secure` cookie back over plain HTTP to a host that is not loopback.
-pub fn session_cookie(id: &str, lifetime: Duration) -> String {
+/// site starts (`SameSite=Strict`), to `/admin` only, gone when the session ends, and `Secure`
+/// when the admin listener speaks TLS.
+pub fn session_cookie(id: &str, lifetime: Duration, scheme: Scheme) -> String {
     format!(
-        "{COOKIE}={id}; Path={COOKIE_PATH}; Max-Age={}; HttpOnly; SameSite=Strict",
-        lifetime.as_secs()
+        "{COOKIE}={id}; Path={COOKIE_PATH}; Max-Age={}; {}",
+        lifetime.as_secs(),
+        scheme.cookie_attributes()
     )
 }
 
 /// Sign-out: the browser forgets the cookie.
-pub fn cleared_cookie() -> String {
-    format!("{COOKIE}=; Path={COOKIE_PATH}; Max-Age=0; HttpOnly; SameSite=Strict")
+pub fn cleared_cookie(scheme: Scheme) -> String {
+    format!(
+        "{COOKIE}=; Path={COOKIE_PATH}; Max-Age=0; {}",
+        scheme.cookie_attributes()
+    )
 }
 
 /// The admin token of the sign-in form (`token=...`, URL-encoded).
@@ -182,34 +210,50 @@ mod tests {
     #[test]
     fn only_this_listeners_own_origin_passes() {
         let host = ("host", "127.0.0.1:9091");
-        assert_eq!(
-            same_origin(&headers(&[host, ("origin", "http://127.0.0.1:9091")])),
-            Ok(())
-        );
-        for foreign in [
-            "http://127.0.0.1:8080",
-            "https://127.0.0.1:9091",
-            "http://evil.example",
-            "null",
+        for (scheme, own, other_scheme) in [
+            (
+                Scheme::Http,
+                "http://127.0.0.1:9091",
+                "https://127.0.0.1:9091",
+            ),
+            (
+                Scheme::Https,
+                "https://127.0.0.1:9091",
+                "http://127.0.0.1:9091",
+            ),
         ] {
             assert_eq!(
-                same_origin(&headers(&[host, ("origin", foreign)])),
-                Err(Forgery::ForeignOrigin(foreign.to_owned())),
-                "{foreign}"
+                same_origin(&headers(&[host, ("origin", own)]), scheme),
+                Ok(())
             );
+            for foreign in [
+                "http://127.0.0.1:8080",
+                other_scheme,
+                "http://evil.example",
+                "null",
+            ] {
+                assert_eq!(
+                    same_origin(&headers(&[host, ("origin", foreign)]), scheme),
+                    Err(Forgery::ForeignOrigin(foreign.to_owned())),
+                    "{foreign}"
+                );
+            }
+            assert!(same_origin(&headers(&[("origin", own)]), scheme).is_err());
         }
-        assert!(same_origin(&headers(&[("origin", "http://127.0.0.1:9091")])).is_err());
     }
 
     #[test]
     fn without_an_origin_the_fetch_site_must_not_be_another_site() {
-        assert_eq!(same_origin(&headers(&[])), Ok(()));
+        assert_eq!(same_origin(&headers(&[]), Scheme::Http), Ok(()));
         for fine in ["same-origin", "none"] {
-            assert_eq!(same_origin(&headers(&[("sec-fetch-site", fine)])), Ok(()));
+            assert_eq!(
+                same_origin(&headers(&[("sec-fetch-site", fine)]), Scheme::Http),
+                Ok(())
+            );
         }
         for refused in ["cross-site", "same-site"] {
             assert_eq!(
-                same_origin(&headers(&[("sec-fetch-site", refused)])),
+                same_origin(&headers(&[("sec-fetch-site", refused)]), Scheme::Https),
                 Err(Forgery::CrossSite(refused.to_owned()))
             );
         }
@@ -218,10 +262,15 @@ mod tests {
     #[test]
     fn the_cookie_is_http_only_strict_path_scoped_and_expiring() {
         assert_eq!(
-            session_cookie("abc", Duration::from_secs(8 * 3600)),
+            session_cookie("abc", Duration::from_secs(8 * 3600), Scheme::Http),
             "waitroom_console=abc; Path=/admin; Max-Age=28800; HttpOnly; SameSite=Strict"
         );
-        assert!(cleared_cookie().contains("Max-Age=0"));
+        assert_eq!(
+            session_cookie("abc", Duration::from_secs(60), Scheme::Https),
+            "waitroom_console=abc; Path=/admin; Max-Age=60; HttpOnly; SameSite=Strict; Secure"
+        );
+        assert!(cleared_cookie(Scheme::Http).contains("Max-Age=0"));
+        assert!(cleared_cookie(Scheme::Https).ends_with("; Secure"));
         let sent = headers(&[("cookie", "other=1; waitroom_console=abc")]);
         assert_eq!(session_id(&sent), Some("abc"));
         assert_eq!(

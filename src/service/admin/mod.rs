@@ -60,6 +60,8 @@ pub struct AdminApp {
     live_streams: AtomicUsize,
     /// The proxy's clock: the report's time.
     clock: SharedClock,
+    /// How the console's pages are reached: their origin, their cookie's `Secure`.
+    scheme: console::Scheme,
 }
 
 /// The public listener as each room's state shows it: the open-file limit it lives within and
@@ -92,6 +94,8 @@ pub struct AdminParts {
     pub clock: SharedClock,
     /// `[admin] console_session`.
     pub console_session: Duration,
+    /// The admin listener speaks TLS (`admin.certificate`).
+    pub tls: bool,
 }
 
 /// What a request to the admin listener gets: an answer, or the live view's stream.
@@ -183,6 +187,11 @@ impl AdminApp {
             audit: AuditLog::new(parts.clock.clone()),
             live_streams: AtomicUsize::new(0),
             clock: parts.clock,
+            scheme: if parts.tls {
+                console::Scheme::Https
+            } else {
+                console::Scheme::Http
+            },
         }
     }
 
@@ -217,7 +226,7 @@ impl AdminApp {
             return unauthorised("the console session ended: sign in again at /admin/console");
         };
         if !changes_nothing(method)
-            && let Err(forgery) = console::check_change(headers, &found)
+            && let Err(forgery) = console::check_change(headers, &found, self.scheme)
         {
             let who = Caller::Console(found.short_id.clone()).name();
             let client = client_ip(session)
@@ -385,7 +394,7 @@ impl AdminApp {
     async fn sign_in(&self, session: &mut ServerSession) -> Reply {
         let client = client_ip(session);
         let client_name = client.map(|ip| ip.to_string()).unwrap_or_default();
-        if let Err(forgery) = console::same_origin(&session.req_header().headers) {
+        if let Err(forgery) = console::same_origin(&session.req_header().headers, self.scheme) {
             log::warn!(client = client_name.as_str(); "console sign-in refused: {forgery}");
             return console::sign_in_page(403, Some(&forgery.to_string()));
         }
@@ -425,7 +434,7 @@ impl AdminApp {
             .with_header("location", "/admin/console")
             .with_header(
                 "set-cookie",
-                console::session_cookie(&opened.id, self.sessions.lifetime()),
+                console::session_cookie(&opened.id, self.sessions.lifetime(), self.scheme),
             )
     }
 
@@ -452,7 +461,7 @@ impl AdminApp {
             200,
         );
         Reply::json(200, &serde_json::json!({ "signed_out": true }))
-            .with_header("set-cookie", console::cleared_cookie())
+            .with_header("set-cookie", console::cleared_cookie(self.scheme))
     }
 
     /// The token-protected API; `rest` follows `/admin/`.
