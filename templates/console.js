@@ -665,7 +665,7 @@
       var el = document.getElementById("report");
       el.textContent = "";
       (answer.rooms || []).forEach(function (room) {
-        el.appendChild(reportOf(room.name + " (" + room.room + "), " + room.minutes + " minutes", room, null));
+        el.appendChild(reportOf(room.name + " (" + room.room + "), " + room.minutes + (room.minutes === 1 ? " minute" : " minutes"), room, null));
         (room.events || []).forEach(function (event) {
           el.appendChild(reportOf("Event " + event.event + " (" + event.opens + " to " + event.ends + ")", event, event.event));
         });

@@ -111,11 +111,9 @@ pub struct Reading {
     pub inside: u64,
     pub waiting: u64,
     pub counters: Counters,
-    /// Waits from ticket to admission (seconds), by bucket, totals.
-    pub wait: Buckets,
-    /// The longest wait (ms) since the previous reading; None when nobody was admitted from the
-    /// line meanwhile.
-    pub longest_wait_ms: Option<u64>,
+    /// Each wait from ticket to admission (ms) since the previous reading: not totals, so a
+    /// reading's waits are taken once, whatever its order.
+    pub waits: Vec<u32>,
     /// The origin's latency (seconds), by bucket, totals.
     pub origin_latency: Buckets,
 }
@@ -127,8 +125,9 @@ pub struct Minute {
     pub inside: u64,
     pub waiting: u64,
     pub added: Counters,
-    pub wait: Buckets,
-    pub longest_wait_ms: Option<u64>,
+    /// The waits (ms) of the visitors admitted from the line in this minute, each of them: the
+    /// report's quantiles are exact.
+    pub waits: Vec<u32>,
     pub origin_latency: Buckets,
 }
 
@@ -146,8 +145,7 @@ pub struct Share {
     pub origin_errors: u64,
     pub order_pairs: u64,
     pub order_inversions: u64,
-    pub wait: Vec<u64>,
-    pub longest_wait_ms: Option<u64>,
+    pub waits: Vec<u32>,
     pub origin_latency: Vec<u64>,
 }
 
@@ -164,8 +162,7 @@ impl Minute {
             origin_errors: a.origin_errors,
             order_pairs: a.order_pairs,
             order_inversions: a.order_inversions,
-            wait: self.wait.0.clone(),
-            longest_wait_ms: self.longest_wait_ms,
+            waits: self.waits.clone(),
             origin_latency: self.origin_latency.0.clone(),
         }
     }
@@ -185,13 +182,10 @@ impl Minute {
         ] {
             *mine = mine.saturating_add(theirs);
         }
-        self.wait = self
-            .wait
-            .each(&Buckets(share.wait.clone()), u64::saturating_add);
+        self.waits.extend_from_slice(&share.waits);
         self.origin_latency = self
             .origin_latency
             .each(&Buckets(share.origin_latency.clone()), u64::saturating_add);
-        self.longest_wait_ms = self.longest_wait_ms.max(share.longest_wait_ms);
     }
 }
 
@@ -202,9 +196,24 @@ pub struct Summary {
     pub peak_inside: u64,
     pub peak_waiting: u64,
     pub added: Counters,
-    pub wait: Buckets,
-    pub longest_wait_ms: Option<u64>,
+    /// Every wait of the span, in no order.
+    pub waits: Vec<u32>,
     pub origin_latency: Buckets,
+}
+
+impl Summary {
+    /// The `q` quantile of the waits (ms; 0.95: the p95) by nearest rank: one of the waits
+    /// itself. None without a wait.
+    pub fn wait_quantile(&self, q: f64) -> Option<u32> {
+        let mut sorted = self.waits.clone();
+        sorted.sort_unstable();
+        let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
+        sorted.get(rank.saturating_sub(1)).copied()
+    }
+
+    pub fn longest_wait_ms(&self) -> Option<u32> {
+        self.waits.iter().copied().max()
+    }
 }
 
 /// What the first reading is measured from.
@@ -245,10 +254,9 @@ impl History {
     /// A tick's reading at `now`.
     pub fn observe(&mut self, now: Millis, reading: Reading) {
         let start = now - now.rem_euclid(MINUTE_MS);
-        let (added, wait, latency) = match &self.seen {
+        let (added, latency) = match &self.seen {
             Some(seen) => (
                 reading.counters.each(seen.counters, u64::saturating_sub),
-                reading.wait.each(&seen.wait, u64::saturating_sub),
                 reading
                     .origin_latency
                     .each(&seen.origin_latency, u64::saturating_sub),
@@ -270,18 +278,21 @@ impl History {
             minute.inside = reading.inside;
             minute.waiting = reading.waiting;
             minute.added = minute.added.each(added, u64::saturating_add);
-            minute.wait = minute.wait.each(&wait, u64::saturating_add);
+            minute.waits.extend_from_slice(&reading.waits);
             minute.origin_latency = minute.origin_latency.each(&latency, u64::saturating_add);
-            minute.longest_wait_ms = minute.longest_wait_ms.max(reading.longest_wait_ms);
         }
         self.seen = Some(match self.seen.take() {
+            // The totals are what the next reading is measured from; its waits were taken.
             Some(seen) => Reading {
                 counters: reading.counters.each(seen.counters, u64::max),
-                wait: reading.wait.each(&seen.wait, u64::max),
                 origin_latency: reading.origin_latency.each(&seen.origin_latency, u64::max),
+                waits: Vec::new(),
                 ..reading
             },
-            None => reading,
+            None => Reading {
+                waits: Vec::new(),
+                ..reading
+            },
         });
     }
 
@@ -321,18 +332,18 @@ impl History {
 
     /// The minutes that start in `[from, until)`, added up.
     pub fn summary(&self, from: Millis, until: Millis) -> Summary {
-        self.minutes(from, until)
-            .fold(Summary::default(), |sum, minute| Summary {
-                minutes: sum.minutes + 1,
-                peak_inside: sum.peak_inside.max(minute.inside),
-                peak_waiting: sum.peak_waiting.max(minute.waiting),
-                added: sum.added.each(minute.added, u64::saturating_add),
-                wait: sum.wait.each(&minute.wait, u64::saturating_add),
-                longest_wait_ms: sum.longest_wait_ms.max(minute.longest_wait_ms),
-                origin_latency: sum
-                    .origin_latency
-                    .each(&minute.origin_latency, u64::saturating_add),
-            })
+        let mut sum = Summary::default();
+        for minute in self.minutes(from, until) {
+            sum.minutes += 1;
+            sum.peak_inside = sum.peak_inside.max(minute.inside);
+            sum.peak_waiting = sum.peak_waiting.max(minute.waiting);
+            sum.added = sum.added.each(minute.added, u64::saturating_add);
+            sum.waits.extend_from_slice(&minute.waits);
+            sum.origin_latency = sum
+                .origin_latency
+                .each(&minute.origin_latency, u64::saturating_add);
+        }
+        sum
     }
 }
 
@@ -408,8 +419,7 @@ mod tests {
         mine.counters.origin_requests = 10;
         mine.counters.origin_errors = 1;
         mine.counters.order_pairs = 6;
-        mine.wait = Buckets(vec![1, 2, 0]);
-        mine.longest_wait_ms = Some(900);
+        mine.waits = vec![900, 300, 2_000];
         history.observe(start, mine);
         let theirs = Share {
             revoked_shared: 1,
@@ -418,8 +428,7 @@ mod tests {
             origin_errors: 2,
             order_pairs: 4,
             order_inversions: 1,
-            wait: vec![0, 1, 3],
-            longest_wait_ms: Some(4_000),
+            waits: vec![4_000, 100],
             ..Share::default()
         };
         let before_start = (start - MINUTE_MS, theirs.clone());
@@ -433,8 +442,11 @@ mod tests {
         assert_eq!((added.origin_requests, added.origin_errors), (40, 3));
         assert_eq!((added.revoked_shared, added.challenges_failed), (1, 2));
         assert_eq!(added.order_tau(), Some(0.8));
-        assert_eq!(summary.wait, Buckets(vec![1, 3, 3]));
-        assert_eq!(summary.longest_wait_ms, Some(4_000));
+        let mut waits = summary.waits.clone();
+        waits.sort_unstable();
+        assert_eq!(waits, vec![100, 300, 900, 2_000, 4_000]);
+        assert_eq!(summary.longest_wait_ms(), Some(4_000));
+        assert_eq!(summary.wait_quantile(0.5), Some(900));
         // The history itself is untouched, and what it publishes is its own share alone.
         assert_eq!(
             history
@@ -446,7 +458,7 @@ mod tests {
         let published = history.shares_since(start);
         assert_eq!(published.len(), 1);
         assert_eq!(published[0].1.origin_requests, 10);
-        assert_eq!(published[0].1.wait, vec![1, 2, 0]);
+        assert_eq!(published[0].1.waits, vec![900, 300, 2_000]);
         assert!(history.shares_since(start + MINUTE_MS).is_empty());
     }
 
@@ -508,34 +520,31 @@ mod tests {
     }
 
     #[test]
-    fn the_longest_wait_of_a_minute_and_of_a_span() {
+    fn every_wait_is_kept_in_its_minute_and_its_quantiles_are_exact() {
         let clock = clock();
         let start = clock.now_ms();
         let mut history = History::new(Start::FromFirstReading);
-        let waited = |ms| Reading {
-            longest_wait_ms: ms,
+        let waited = |waits: &[u32]| Reading {
+            waits: waits.to_vec(),
             ..Reading::default()
         };
-        history.observe(clock.now_ms(), waited(Some(4_000)));
-        history.observe(clock.now_ms(), waited(Some(9_000)));
-        history.observe(clock.now_ms(), waited(None));
+        history.observe(clock.now_ms(), waited(&[4_000, 1_000]));
+        history.observe(clock.now_ms(), waited(&[9_000]));
+        history.observe(clock.now_ms(), waited(&[]));
         clock.advance(Duration::from_secs(60));
-        history.observe(clock.now_ms(), waited(Some(2_000)));
+        history.observe(clock.now_ms(), waited(&[2_000]));
         let minutes: Vec<&Minute> = history.minutes(0, Millis::MAX).collect();
-        assert_eq!(minutes[0].longest_wait_ms, Some(9_000));
-        assert_eq!(minutes[1].longest_wait_ms, Some(2_000));
-        assert_eq!(
-            history
-                .summary(start, start + 2 * MINUTE_MS)
-                .longest_wait_ms,
-            Some(9_000)
-        );
-        assert_eq!(
-            history
-                .summary(start + 5 * MINUTE_MS, Millis::MAX)
-                .longest_wait_ms,
-            None
-        );
+        assert_eq!(minutes[0].waits, vec![4_000, 1_000, 9_000]);
+        assert_eq!(minutes[1].waits, vec![2_000]);
+        let day = history.summary(start, start + 2 * MINUTE_MS);
+        assert_eq!(day.longest_wait_ms(), Some(9_000));
+        // Nearest rank over 1 000, 2 000, 4 000, 9 000: the p50 is the 2nd, the p95 the 4th.
+        assert_eq!(day.wait_quantile(0.5), Some(2_000));
+        assert_eq!(day.wait_quantile(0.95), Some(9_000));
+        assert_eq!(day.wait_quantile(0.0), Some(1_000));
+        let none = history.summary(start + 5 * MINUTE_MS, Millis::MAX);
+        assert_eq!(none.longest_wait_ms(), None);
+        assert_eq!(none.wait_quantile(0.5), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use super::labels::{
     ChallengeResult, EntryResult, NotifyResult, ORIGIN_CLASSES, Outcome, ProofResult,
     StreamRefusal, UpgradeRefusal, UpstreamFailure,
 };
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use prometheus::{
     Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
@@ -101,9 +101,10 @@ pub struct Metrics {
     pub expired: IntCounter,
     pub no_shows: IntCounter,
     pub wait_seconds: Histogram,
-    /// The longest wait (ms) from ticket to admission since the drop report's history last
-    /// took it (`take_longest_wait_ms`): a histogram has no maximum. 0: nobody since.
-    longest_wait_ms: AtomicU64,
+    /// Every wait (ms) from ticket to admission since the drop report's history last took them
+    /// (`take_waits`): its quantiles are exact, where a histogram's lie within a bucket. One
+    /// entry per admission from the line, which the room's rate bounds.
+    waits: Mutex<Vec<u32>>,
     requests: [IntCounter; Outcome::ALL.len()],
     /// New tickets refused by the per-address limit: too fast, or too many in line.
     pub refused_too_fast: IntCounter,
@@ -487,7 +488,7 @@ impl MetricsRegistry {
             expired: self.expired.with_label_values(&[id]),
             no_shows: self.no_shows.with_label_values(&[id]),
             wait_seconds: self.wait_seconds.with_label_values(&[id]),
-            longest_wait_ms: AtomicU64::new(0),
+            waits: Mutex::new(Vec::new()),
             requests: Outcome::ALL.map(|o| self.requests.with_label_values(&with(o.label()))),
             refused_too_fast: self.refused.with_label_values(&with("rate")),
             refused_too_many_live: self.refused.with_label_values(&with("live")),
@@ -593,17 +594,23 @@ impl Metrics {
         }
     }
 
-    /// One wait from ticket to admission: the histogram, and the longest so far.
+    /// One wait from ticket to admission: the histogram, and the report's list.
     pub fn waited(&self, waited_ms: u64) {
         self.wait_seconds.observe(waited_ms as f64 / 1000.0);
-        // At least 1, so that an admission at once still reads as someone admitted.
-        self.longest_wait_ms
-            .fetch_max(waited_ms.max(1), Ordering::Relaxed);
+        self.waits
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(u32::try_from(waited_ms).unwrap_or(u32::MAX));
     }
 
-    /// The longest wait since the last call (None: nobody was admitted from the line since).
-    pub fn take_longest_wait_ms(&self) -> Option<u64> {
-        Some(self.longest_wait_ms.swap(0, Ordering::Relaxed)).filter(|ms| *ms > 0)
+    /// The waits (ms) since the last call.
+    pub fn take_waits(&self) -> Vec<u32> {
+        std::mem::take(
+            &mut *self
+                .waits
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
     }
 
     pub fn challenges(&self, result: ChallengeResult) -> u64 {

@@ -544,8 +544,7 @@ impl RoomLoop {
                 order_pairs: m.order_pairs.get(),
                 order_inversions: m.order_inversions.get(),
             },
-            wait: Buckets(Metrics::bucket_counts(&m.wait_seconds)),
-            longest_wait_ms: m.take_longest_wait_ms(),
+            waits: m.take_waits(),
             origin_latency: Buckets(Metrics::bucket_counts(&m.origin_seconds)),
         }
     }

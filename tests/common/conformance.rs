@@ -1171,8 +1171,7 @@ pub async fn report_shares_are_kept_per_instance_and_replaced<S: Store>(
     let share = |requests: u64| Share {
         origin_requests: requests,
         order_pairs: 2 * requests,
-        wait: vec![1, requests],
-        longest_wait_ms: Some(requests * 10),
+        waits: vec![1_000, u32::try_from(requests).unwrap() * 10],
         ..Share::default()
     };
     store

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::RoomAdmin;
 use crate::clock::{Millis, rfc3339_ms};
 use crate::core::history::{History, MINUTE_MS, Minute, Summary};
-use crate::observe::{ORIGIN_BOUNDS, WAIT_BOUNDS};
+use crate::observe::ORIGIN_BOUNDS;
 use crate::respond::reply::Reply;
 
 /// The figures that are the whole room's (the store's counts), on every instance alike.
@@ -159,6 +159,11 @@ struct Figures {
     timeline: Vec<Point>,
 }
 
+/// A wait in seconds, from its milliseconds.
+fn seconds(ms: u32) -> f64 {
+    f64::from(ms) / 1000.0
+}
+
 /// Seconds to the millisecond: quantiles interpolated within a bucket claim no more.
 fn to_ms(seconds: f64) -> f64 {
     (seconds * 1000.0).round() / 1000.0
@@ -183,10 +188,10 @@ impl Figures {
             peak_inside: summary.peak_inside,
             peak_waiting: summary.peak_waiting,
             wait: Wait {
-                admitted_from_line: summary.wait.count(),
-                p50: summary.wait.quantile(WAIT_BOUNDS, 0.5).map(to_ms),
-                p95: summary.wait.quantile(WAIT_BOUNDS, 0.95).map(to_ms),
-                max: summary.longest_wait_ms.map(|ms| ms as f64 / 1000.0),
+                admitted_from_line: summary.waits.len() as u64,
+                p50: summary.wait_quantile(0.5).map(seconds),
+                p95: summary.wait_quantile(0.95).map(seconds),
+                max: summary.longest_wait_ms().map(seconds),
             },
             order_tau: added.order_tau().map(rounded),
             origin: Origin {
