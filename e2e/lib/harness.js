@@ -134,7 +134,8 @@ async function startRoom({ listen: listenKeys = {}, room = {}, page = {}, sectio
     tomlSection('pass', { secret: SECRET, cookie_secure: false }),
     tomlSection('admin', { address: `127.0.0.1:${admin}`, token: ADMIN_TOKEN }),
     tomlSection('page', { title: 'Sneaker drop', ...page }),
-    // More top-level sections, e.g. { proof_of_work: { enabled: true } }.
+    // More top-level sections, e.g. { proof_of_work: { enabled: true } }, or
+    // { store: { backend: 'redis', url: redis.url } } (startRedis) for proxies sharing a room.
     ...Object.entries(sections).map(([name, keys]) => tomlSection(name, keys)),
     // [rate_limit] stays at its defaults, as in front of a shop: a test makes a handful of
     // visitors from 127.0.0.1, far below them.
@@ -221,6 +222,64 @@ async function startRoom({ listen: listenKeys = {}, room = {}, page = {}, sectio
       return body;
     },
   };
+}
+
+/**
+ * A `redis-server` of its own (`$REDIS_SERVER`, default `redis-server` on the PATH) on a free
+ * port of 127.0.0.1, keeping nothing on disk; resolves once it accepts connections. `url` is
+ * for `[store] url`; `stop()` ends it (and the test process's exit does, whatever happened).
+ */
+async function startRedis() {
+  const [port] = await freePorts(1);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'waitroom-e2e-redis-'));
+  const logFile = path.join(dir, 'redis.log');
+  const log = fs.openSync(logFile, 'a');
+  const child = spawn(
+    process.env.REDIS_SERVER || 'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: ['ignore', log, log] },
+  );
+  fs.closeSync(log);
+  children.add(child);
+  let exited = null;
+  let spawnError = null;
+  child.once('error', (e) => {
+    spawnError = e;
+  });
+  const exitedPromise = new Promise((resolve) =>
+    child.once('close', (code, signal) => {
+      exited = { code, signal };
+      children.delete(child);
+      resolve(exited);
+    }),
+  );
+  const stop = async () => {
+    if (!exited && !spawnError) {
+      child.kill('SIGTERM');
+      if (!(await Promise.race([exitedPromise, sleep(2000, null, { ref: false })]))) {
+        child.kill('SIGKILL');
+        await exitedPromise;
+      }
+    }
+    if (!process.env.E2E_KEEP_TMP) fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await eventually(
+      'redis-server to listen',
+      async () => {
+        if (spawnError) {
+          throw new Error(`cannot run redis-server (${spawnError.message}): apt-get install redis-server (scripts/setup.sh does)`);
+        }
+        if (exited) throw new Error(`redis-server exited early (${JSON.stringify(exited)}):\n${fs.readFileSync(logFile, 'utf8')}`);
+        return accepts(port);
+      },
+      { timeout: 10000, every: 25 },
+    );
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { port, url: `redis://127.0.0.1:${port}/0`, stop };
 }
 
 /** A plain HTTP visitor that keeps the waiting-room cookie like a browser would. */
@@ -326,6 +385,7 @@ module.exports = {
   SCREENSHOTS,
   VIEWPORTS,
   startRoom,
+  startRedis,
   launchBrowser,
   eventually,
   shownNumber,
@@ -389,6 +449,13 @@ async function roomFor(t, options) {
   return room;
 }
 
+/** Starts a redis-server for one test and stops it when the test ends (after the proxies using it). */
+async function redisFor(t) {
+  const redis = await startRedis();
+  defer(t, () => redis.stop());
+  return redis;
+}
+
 /** A visitor who takes the room's only place (total_active_users = 1) and keeps it. */
 async function takeTheOnlyPlace(room, pathname = '/product/1') {
   const holder = room.visitor();
@@ -403,4 +470,5 @@ module.exports.useBrowser = useBrowser;
 module.exports.defer = defer;
 module.exports.newContext = newContext;
 module.exports.roomFor = roomFor;
+module.exports.redisFor = redisFor;
 module.exports.takeTheOnlyPlace = takeTheOnlyPlace;
