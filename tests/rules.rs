@@ -419,6 +419,19 @@ fn test_explains_each_rule_in_words_and_refuses_those_that_can_never_hold() {
         "{stderr}"
     );
     assert!(!stderr.contains(SECRET), "the secret printed: {stderr}");
+    // A bypass pattern that matches anywhere in a path is said, as the room's bypass list's is.
+    let (code, stderr) = check(
+        &format!(
+            "[[room.rules]]\naction = \"bypass\"\npaths = [\"*.css\"]\n\
+             headers = {{ x-preview = \"{SECRET}\" }}"
+        ),
+        "",
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("room.rules[0].paths \"*.css\" matches anywhere in a path"),
+        "{stderr}"
+    );
     for (rule, listen, said) in [
         (
             "action = \"block\"\nmethods = []",
@@ -441,6 +454,15 @@ fn test_explains_each_rule_in_words_and_refuses_those_that_can_never_hold() {
             "room.rules[0].cookies.staff: a bypass rule's value is a secret",
         ),
         ("action = \"bypass\"", "", "room.rules[0]: has no condition"),
+        (
+            // A narrower rule after a wider one: the wider decides every request first.
+            "name = \"block-range\"\naction = \"block\"\nnetworks = [\"203.0.113.0/24\"]\n\
+             [[room.rules]]\nname = \"office-preview\"\naction = \"bypass\"\n\
+             networks = [\"203.0.113.7\"]\npaths = [\"/drop/*\"]",
+            "",
+            "room.rules[1]: can never hold: block-range (room.rules[0]) holds for every request \
+             this one would",
+        ),
     ] {
         let (code, stderr) = check(&format!("[[room.rules]]\n{rule}"), listen);
         assert_eq!(code, Some(2), "{rule}: {stderr}");

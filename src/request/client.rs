@@ -51,6 +51,11 @@ impl Cidr {
     pub fn contains(&self, ip: IpAddr) -> bool {
         self.0.contains(&canonical(ip))
     }
+
+    /// Whether every address of `other` is in this range.
+    pub fn covers(&self, other: &Cidr) -> bool {
+        self.0.contains(&other.0)
+    }
 }
 
 impl std::fmt::Display for Cidr {

@@ -169,10 +169,66 @@ impl Rule {
                     .is_some_and(|c| when.countries.iter().any(|w| w.eq_ignore_ascii_case(c))))
     }
 
+    /// Whether this rule holds for every request `later` holds for, so that `later`, after it,
+    /// can never decide (the first rule that holds does). Sure when it says so: each of this
+    /// rule's conditions is absent, or implied by one of `later`'s; a rule it cannot prove
+    /// shadowed (two patterns that overlap without one containing the other) is left alone.
+    pub fn covers(&self, later: &Rule) -> bool {
+        let (mine, theirs) = (&self.when, &later.when);
+        let paths = mine.paths.is_empty()
+            || (!theirs.paths.is_empty()
+                && theirs.paths.iter().all(|p| {
+                    // A pattern matches the other as text, its `*` as characters, only when
+                    // every path the other matches is its too: a `*` of the other is spanned
+                    // by one of its own.
+                    mine.paths.iter().any(|q| q.matches(p.as_str()))
+                }));
+        let methods = mine.methods.is_empty()
+            || (!theirs.methods.is_empty()
+                && theirs.methods.iter().all(|m| mine.methods.contains(m)));
+        let named = |mine: &[Named], theirs: &[Named]| {
+            mine.iter().all(|want| {
+                theirs
+                    .iter()
+                    .any(|got| got.name == want.name && implies(&got.value, &want.value))
+            })
+        };
+        let networks = mine.networks.is_empty()
+            || (!theirs.networks.is_empty()
+                && theirs
+                    .networks
+                    .iter()
+                    .all(|n| mine.networks.iter().any(|m| m.covers(n))));
+        let countries = mine.countries.is_empty()
+            || (!theirs.countries.is_empty()
+                && theirs.countries.iter().all(|c| mine.countries.contains(c)));
+        paths
+            && methods
+            && named(&mine.query, &theirs.query)
+            && named(&mine.headers, &theirs.headers)
+            && named(&mine.cookies, &theirs.cookies)
+            && networks
+            && countries
+    }
+
     /// Whether the rule speaks of who asks, never of where: such a block rule holds for the
     /// room's own `/__waitroom/` requests too (a blocked network cannot join through them).
     pub fn about_the_visitor_alone(&self) -> bool {
         self.when.paths.is_empty()
+    }
+}
+
+/// Whether a name holding `got` (as a later rule reads it) always holds `want` (as an earlier
+/// one does). A secret is read as "every occurrence is it" (bypass), a pattern as "one
+/// occurrence matches" (protect, block): a secret implies a pattern it matches and the same
+/// secret; a pattern implies a pattern that contains it, never a secret (one matching
+/// occurrence says nothing of the others).
+fn implies(got: &Expected, want: &Expected) -> bool {
+    match (got, want) {
+        (Expected::Secret(g), Expected::Secret(w)) => g == w,
+        (Expected::Secret(g), Expected::Pattern(w)) => glob_match(w.as_bytes(), g.as_bytes()),
+        (Expected::Pattern(g), Expected::Pattern(w)) => glob_match(w.as_bytes(), g.as_bytes()),
+        (Expected::Pattern(_), Expected::Secret(_)) => false,
     }
 }
 

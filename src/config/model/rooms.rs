@@ -242,6 +242,15 @@ fn one_room(
         &section.websocket_paths,
         "lets a tunnel open on",
     ));
+    for (i, rule) in section.rules.iter().enumerate() {
+        if let (Some(paths), "bypass") = (&rule.paths, rule.action.as_str()) {
+            warnings.extend(unanchored(
+                &format!("{}.rules[{i}].paths", place.room),
+                paths,
+                "lets through",
+            ));
+        }
+    }
     match (id, host, path, settings, branding, template, pilot) {
         (
             Some(id),
@@ -302,6 +311,21 @@ pub fn rules_can_hold(
                         .collect::<Vec<_>>()
                         .join(", "),
                     routes.join("; ")
+                ),
+            ));
+        }
+        if let Some((j, earlier)) = rules[..i]
+            .iter()
+            .enumerate()
+            .find(|(_, earlier)| earlier.covers(rule))
+        {
+            errors.push(invalid(
+                &format!("room.rules[{i}]"),
+                format!(
+                    "can never hold: {} (room.rules[{j}]) holds for every request this one \
+                     would, and the first rule that holds decides; put it before {}, narrow \
+                     {}, or drop it",
+                    earlier.label, earlier.label, earlier.label
                 ),
             ));
         }

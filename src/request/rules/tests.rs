@@ -296,3 +296,81 @@ fn secrets_never_print() {
     let shown = format!("{:?}", named("preview", secret()));
     assert!(!shown.contains(SECRET), "{shown}");
 }
+
+#[test]
+fn an_earlier_rule_covers_a_later_one_only_when_it_holds_wherever_that_one_would() {
+    let block_range = |nets: &[&str]| {
+        rule(
+            Action::Block,
+            Conditions {
+                networks: nets.iter().map(|n| Cidr::parse(n).unwrap()).collect(),
+                ..Conditions::default()
+            },
+        )
+    };
+    // A wider range first: the narrower can never decide; the other way round it can.
+    let wide = block_range(&["203.0.113.0/24"]);
+    let narrow = rule(
+        Action::Bypass,
+        Conditions {
+            networks: vec![Cidr::parse("203.0.113.7").unwrap()],
+            paths: paths(&["/drop/*"]),
+            ..Conditions::default()
+        },
+    );
+    assert!(wide.covers(&narrow));
+    assert!(!narrow.covers(&wide));
+    assert!(!block_range(&["198.51.100.0/24"]).covers(&narrow));
+
+    // Paths: a pattern that contains the other's, `*` and all.
+    let drop_all = rule(
+        Action::Protect,
+        Conditions {
+            paths: paths(&["/drop/*"]),
+            ..Conditions::default()
+        },
+    );
+    let drop_x = |p: &str| {
+        rule(
+            Action::Block,
+            Conditions {
+                paths: paths(&[p]),
+                methods: vec![http::Method::POST],
+                ..Conditions::default()
+            },
+        )
+    };
+    assert!(drop_all.covers(&drop_x("/drop/x*")));
+    assert!(drop_all.covers(&drop_x("/drop/a")));
+    assert!(!drop_all.covers(&drop_x("/dro*")), "wider than the earlier");
+    assert!(!drop_all.covers(&drop_x("*/drop/a")));
+    assert!(
+        !drop_x("/drop/a").covers(&drop_all),
+        "a method the later lacks"
+    );
+
+    // Values: the same secret, or a pattern a secret or narrower pattern satisfies; one
+    // matching occurrence never stands for a secret's "every occurrence".
+    let with_query = |action, value| {
+        rule(
+            action,
+            Conditions {
+                query: named("preview", value),
+                ..Conditions::default()
+            },
+        )
+    };
+    let bypass = with_query(Action::Bypass, secret());
+    assert!(bypass.covers(&with_query(Action::Bypass, secret())));
+    assert!(!bypass.covers(&with_query(
+        Action::Bypass,
+        Expected::Secret(format!("{SECRET}x"))
+    )));
+    assert!(with_query(Action::Block, Expected::Pattern("preview-*".into())).covers(&bypass));
+    assert!(!bypass.covers(&with_query(Action::Block, Expected::Pattern(SECRET.into()))));
+    assert!(!with_query(Action::Block, Expected::Pattern("other*".into())).covers(&bypass));
+    // A condition the later rule does not have at all: it may hold without it.
+    assert!(!bypass.covers(&drop_all));
+    // No condition: holds for everything.
+    assert!(rule(Action::Block, Conditions::default()).covers(&bypass));
+}
