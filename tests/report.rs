@@ -374,3 +374,42 @@ async fn proxies_on_redis_report_the_whole_room_each_adding_the_others_shares() 
     );
     assert_eq!(room["origin"]["requests"], 1, "its own share: {room}");
 }
+
+/// Three visitors let in from the line in the order they came: every pair compared is in
+/// order, so the report's Kendall tau is 1, and their three waits are the quantiles' exact
+/// values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_order_kept_reads_as_a_kendall_tau_of_one_and_the_waits_as_they_were() {
+    let proxy = TestProxy::start(
+        "total_active_users = 1\nnew_users_per_minute = 100\nabandon_after = \"10m\"",
+    );
+    proxy.tick().await;
+    let mut holder = proxy.visitor();
+    assert!(holder.get("/").await.reached_origin());
+    let mut line: Vec<Visitor> = Vec::new();
+    for _ in 0..3 {
+        let mut waiting = proxy.visitor();
+        assert!(!waiting.get("/").await.reached_origin());
+        line.push(waiting);
+        proxy.clock.advance(Duration::from_secs(10));
+    }
+    // Each in turn: the one inside leaves, the head of the line takes the place.
+    let mut inside = holder;
+    for next in line {
+        let mut next = next;
+        inside.leave().await;
+        admitted(&proxy, &mut next).await;
+        proxy.clock.advance(Duration::from_secs(5));
+        inside = next;
+    }
+    proxy.tick().await;
+    let report = report(&proxy, "").await;
+    let room = &report["rooms"][0];
+    assert_eq!(room["order_tau"], 1.0, "{room}");
+    let wait = &room["wait"];
+    assert_eq!(wait["admitted_from_line"], 3, "{wait}");
+    // Joined at 0, 10 and 20 s; let in at 30, 35 and 40 s (give or take the ticks' instants).
+    assert_eq!(wait["max"], 30.0, "{wait}");
+    assert_eq!(wait["p50"], 25.0, "{wait}");
+    assert_eq!(wait["p95"], 30.0, "{wait}");
+}
