@@ -8,13 +8,23 @@
 mod common;
 
 use common::process::config_test;
-use common::proxy::{Sections, TestProxy, Visitor};
+use common::proxy::{Answer, Sections, TestProxy, Visitor};
 use common::redis_server::RedisServer;
 
 /// A drop whose checkout lives under other prefixes: one place at a time.
 const DROP_WITH_CHECKOUT: &str = "path = \"/drop\"\n\
      routes = [{ path = \"/cart\" }, { path = \"/checkout\" }]\n\
      total_active_users = 1\nnew_users_per_minute = 100000\nsession_duration = \"1h\"";
+
+/// The Set-Cookie line of the pass an answer carries.
+fn pass_set_cookie(answer: &Answer) -> String {
+    answer
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("waitroom="))
+        .unwrap()
+        .to_owned()
+}
 
 fn origin_saw(proxy: &TestProxy, path: &str) -> usize {
     proxy
@@ -31,12 +41,7 @@ async fn a_full_room_queues_every_route_and_one_pass_serves_them_all() {
     let mut first = proxy.visitor();
     let admitted = first.get("/drop/shoes").await;
     assert!(admitted.reached_origin(), "{}", admitted.body);
-    let pass = admitted
-        .set_cookies()
-        .into_iter()
-        .find(|c| c.starts_with("waitroom="))
-        .unwrap()
-        .to_owned();
+    let pass = pass_set_cookie(&admitted);
     assert!(
         pass.contains("Path=/"),
         "the pass is the host's, for every route: {pass}"
@@ -147,12 +152,7 @@ async fn with_a_cookie_domain_one_pass_serves_a_route_on_a_second_host() {
     let mut first = on_host(&proxy, "shop.example.com");
     let admitted = first.get("/drop").await;
     assert!(admitted.reached_origin(), "{}", admitted.body);
-    let pass = admitted
-        .set_cookies()
-        .into_iter()
-        .find(|c| c.starts_with("waitroom="))
-        .unwrap()
-        .to_owned();
+    let pass = pass_set_cookie(&admitted);
     assert!(pass.contains("Domain=example.com"), "{pass}");
 
     // The room is full on the second host too: a newcomer there waits, its ticket for the

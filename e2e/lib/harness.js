@@ -466,7 +466,30 @@ async function takeTheOnlyPlace(room, pathname = '/product/1') {
   return holder;
 }
 
+/**
+ * The serious and critical axe-core violations on `page` (each one, of any impact, is printed
+ * as a diagnostic under `label`): what the accessibility checks of every page assert empty.
+ */
+async function seriousViolations(t, page, label) {
+  await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+  const violations = await page.evaluate(async () => {
+    // eslint-disable-next-line no-undef
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary}`),
+    }));
+  });
+  for (const v of violations) {
+    t.diagnostic(`${label}: ${v.impact} ${v.id} (${v.help}) on ${v.nodes.length} node(s)`);
+  }
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
 module.exports.useBrowser = useBrowser;
+module.exports.seriousViolations = seriousViolations;
 module.exports.defer = defer;
 module.exports.newContext = newContext;
 module.exports.roomFor = roomFor;

@@ -13,28 +13,11 @@ const {
   screenshot,
   eventually,
   VIEWPORTS,
+  seriousViolations,
 } = require('../lib/harness');
 
 const browser = useBrowser();
-const AXE = require.resolve('axe-core/axe.min.js');
 
-async function axeViolations(t, page, label) {
-  await page.addScriptTag({ path: AXE });
-  const violations = await page.evaluate(async () => {
-    // eslint-disable-next-line no-undef
-    const result = await axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.map((v) => ({
-      id: v.id,
-      impact: v.impact,
-      help: v.help,
-      nodes: v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary}`),
-    }));
-  });
-  for (const v of violations) {
-    t.diagnostic(`${label}: ${v.impact} ${v.id} (${v.help}) on ${v.nodes.length} node(s)`);
-  }
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-}
 
 test('(g) waiting and closed pages: no serious or critical axe violation; screenshots', async (t) => {
   // refresh_interval as in production, so no Refresh reload lands between load and screenshot.
@@ -73,7 +56,7 @@ test('(g) waiting and closed pages: no serious or critical axe violation; screen
     const resp = await p.goto(`${room.base}/product/42`);
     assert.equal(resp.status(), 200);
     assert.equal(await shownNumber(p), '3', `${name}: shared place`);
-    assert.deepEqual(await axeViolations(t, p, `waiting/${name}`), [], `waiting page on ${name}`);
+    assert.deepEqual(await seriousViolations(t, p, `waiting/${name}`), [], `waiting page on ${name}`);
     await screenshot(p, `waiting-${name}.png`);
     await p.close();
   }
@@ -86,7 +69,7 @@ test('(g) waiting and closed pages: no serious or critical axe violation; screen
     const p = await context.newPage();
     await p.goto(`${room.base}/product/42`);
     assert.equal(await p.textContent('h1'), 'This drop is closed');
-    assert.deepEqual(await axeViolations(t, p, `closed/${name}`), [], `closed page on ${name}`);
+    assert.deepEqual(await seriousViolations(t, p, `closed/${name}`), [], `closed page on ${name}`);
     await screenshot(p, `closed-${name}.png`);
   }
 });

@@ -23,21 +23,11 @@ const {
   textOf,
   ADMIN_TOKEN,
   VIEWPORTS,
+  seriousViolations,
 } = require('../lib/harness');
 
 const browser = useBrowser();
-const AXE = require.resolve('axe-core/axe.min.js');
 
-async function seriousViolations(t, page, label) {
-  await page.addScriptTag({ path: AXE });
-  const violations = await page.evaluate(async () => {
-    // eslint-disable-next-line no-undef
-    const result = await axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.length }));
-  });
-  for (const v of violations) t.diagnostic(`${label}: ${v.impact} ${v.id} (${v.help}) on ${v.nodes} node(s)`);
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-}
 
 async function signIn(page, adminBase, token) {
   await page.goto(`${adminBase}/admin/console`);

@@ -12,25 +12,14 @@ const os = require('node:os');
 const path = require('node:path');
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { useBrowser, newContext, defer, roomFor, eventually, ADMIN_TOKEN, VIEWPORTS } = require('../lib/harness');
+const { useBrowser, newContext, defer, roomFor, eventually, ADMIN_TOKEN, VIEWPORTS, seriousViolations } = require('../lib/harness');
 
 const browser = useBrowser();
-const AXE = require.resolve('axe-core/axe.min.js');
 const AUTH = { authorization: `Bearer ${ADMIN_TOKEN}` };
 // Today (a small drop: a minute or two, two sections, the event spanning all of it) the whole
 // report and the event's are each about 5.1 KB; the file grows with the minutes it charts.
 const REPORT_BUDGET = 8 * 1024;
 
-async function seriousViolations(t, page, label) {
-  await page.addScriptTag({ path: AXE });
-  const violations = await page.evaluate(async () => {
-    // eslint-disable-next-line no-undef
-    const result = await axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.length }));
-  });
-  for (const v of violations) t.diagnostic(`${label}: ${v.impact} ${v.id} (${v.help}) on ${v.nodes} node(s)`);
-  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-}
 
 async function admin(room, method, pathname, body) {
   const r = await fetch(room.adminBase + pathname, {
