@@ -19,18 +19,8 @@ pub struct Counters {
     pub admitted: u64,
     pub joined: u64,
     pub abandoned: u64,
-    /// This instance's: passes it revoked, by reason.
-    pub revoked_ended: u64,
-    pub revoked_shared: u64,
-    pub challenges_passed: u64,
-    pub challenges_failed: u64,
-    /// This instance's exchanges with the origin, and those that failed (5xx, no answer).
-    pub origin_requests: u64,
-    pub origin_errors: u64,
-    /// This instance's admissions compared with the earlier ones for order (ties excluded),
-    /// and those that arrived before someone admitted ahead of them.
-    pub order_pairs: u64,
-    pub order_inversions: u64,
+    /// This instance's.
+    pub own: OwnCounters,
 }
 
 impl Counters {
@@ -39,6 +29,33 @@ impl Counters {
             admitted: f(self.admitted, other.admitted),
             joined: f(self.joined, other.joined),
             abandoned: f(self.abandoned, other.abandoned),
+            own: self.own.each(other.own, f),
+        }
+    }
+}
+
+/// What one instance alone counts: each count belongs to exactly one instance, so every
+/// instance's add up to the whole room's (the room-wide counts of [`Counters`] every instance
+/// reads alike from the store, and must never be added).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct OwnCounters {
+    /// Passes it revoked, by reason.
+    pub revoked_ended: u64,
+    pub revoked_shared: u64,
+    pub challenges_passed: u64,
+    pub challenges_failed: u64,
+    /// Its exchanges with the origin, and those that failed (5xx, no answer).
+    pub origin_requests: u64,
+    pub origin_errors: u64,
+    /// Its admissions compared with the earlier ones for order (ties excluded), and those that
+    /// arrived before someone admitted ahead of them.
+    pub order_pairs: u64,
+    pub order_inversions: u64,
+}
+
+impl OwnCounters {
+    fn each(self, other: Self, f: impl Fn(u64, u64) -> u64) -> Self {
+        Self {
             revoked_ended: f(self.revoked_ended, other.revoked_ended),
             revoked_shared: f(self.revoked_shared, other.revoked_shared),
             challenges_passed: f(self.challenges_passed, other.challenges_passed),
@@ -132,19 +149,11 @@ pub struct Minute {
 }
 
 /// What one instance alone counted in one minute: everything a [`Minute`] holds but the store's
-/// room-wide figures (inside, waiting, admitted, joined, abandoned), which every instance reads
-/// alike. Each count belongs to exactly one instance, so every instance's shares of a minute add
-/// up to the whole room's.
+/// room-wide figures (inside, waiting, admitted, joined, abandoned). What it publishes for the
+/// other instances' reports.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Share {
-    pub revoked_ended: u64,
-    pub revoked_shared: u64,
-    pub challenges_passed: u64,
-    pub challenges_failed: u64,
-    pub origin_requests: u64,
-    pub origin_errors: u64,
-    pub order_pairs: u64,
-    pub order_inversions: u64,
+    pub counted: OwnCounters,
     pub waits: Vec<u32>,
     pub origin_latency: Vec<u64>,
 }
@@ -152,16 +161,8 @@ pub struct Share {
 impl Minute {
     /// This minute's per-instance part.
     pub fn share(&self) -> Share {
-        let a = self.added;
         Share {
-            revoked_ended: a.revoked_ended,
-            revoked_shared: a.revoked_shared,
-            challenges_passed: a.challenges_passed,
-            challenges_failed: a.challenges_failed,
-            origin_requests: a.origin_requests,
-            origin_errors: a.origin_errors,
-            order_pairs: a.order_pairs,
-            order_inversions: a.order_inversions,
+            counted: self.added.own,
             waits: self.waits.clone(),
             origin_latency: self.origin_latency.0.clone(),
         }
@@ -169,19 +170,7 @@ impl Minute {
 
     /// Adds another instance's share of this minute.
     fn take_in(&mut self, share: &Share) {
-        let a = &mut self.added;
-        for (mine, theirs) in [
-            (&mut a.revoked_ended, share.revoked_ended),
-            (&mut a.revoked_shared, share.revoked_shared),
-            (&mut a.challenges_passed, share.challenges_passed),
-            (&mut a.challenges_failed, share.challenges_failed),
-            (&mut a.origin_requests, share.origin_requests),
-            (&mut a.origin_errors, share.origin_errors),
-            (&mut a.order_pairs, share.order_pairs),
-            (&mut a.order_inversions, share.order_inversions),
-        ] {
-            *mine = mine.saturating_add(theirs);
-        }
+        self.added.own = self.added.own.each(share.counted, u64::saturating_add);
         self.waits.extend_from_slice(&share.waits);
         self.origin_latency = self
             .origin_latency
@@ -416,18 +405,21 @@ mod tests {
         let start = clock.now_ms();
         let mut history = History::new(Start::FromZero);
         let mut mine = reading(4, 6, 4, 2);
-        mine.counters.origin_requests = 10;
-        mine.counters.origin_errors = 1;
-        mine.counters.order_pairs = 6;
+        mine.counters.own.origin_requests = 10;
+        mine.counters.own.origin_errors = 1;
+        mine.counters.own.order_pairs = 6;
         mine.waits = vec![900, 300, 2_000];
         history.observe(start, mine);
         let theirs = Share {
-            revoked_shared: 1,
-            challenges_failed: 2,
-            origin_requests: 30,
-            origin_errors: 2,
-            order_pairs: 4,
-            order_inversions: 1,
+            counted: OwnCounters {
+                revoked_shared: 1,
+                challenges_failed: 2,
+                origin_requests: 30,
+                origin_errors: 2,
+                order_pairs: 4,
+                order_inversions: 1,
+                ..OwnCounters::default()
+            },
             waits: vec![4_000, 100],
             ..Share::default()
         };
@@ -438,7 +430,7 @@ mod tests {
         // The room-wide figures are the store's: not added again.
         assert_eq!((summary.added.admitted, summary.added.joined), (4, 6));
         assert_eq!((summary.peak_inside, summary.peak_waiting), (4, 2));
-        let added = summary.added;
+        let added = summary.added.own;
         assert_eq!((added.origin_requests, added.origin_errors), (40, 3));
         assert_eq!((added.revoked_shared, added.challenges_failed), (1, 2));
         assert_eq!(added.order_tau(), Some(0.8));
@@ -452,12 +444,13 @@ mod tests {
             history
                 .summary(Millis::MIN, Millis::MAX)
                 .added
+                .own
                 .origin_requests,
             10
         );
         let published = history.shares_since(start);
         assert_eq!(published.len(), 1);
-        assert_eq!(published[0].1.origin_requests, 10);
+        assert_eq!(published[0].1.counted.origin_requests, 10);
         assert_eq!(published[0].1.waits, vec![900, 300, 2_000]);
         assert!(history.shares_since(start + MINUTE_MS).is_empty());
     }
@@ -588,22 +581,22 @@ mod tests {
 
     #[test]
     fn tau_and_error_rate_from_the_counts() {
-        let counters = Counters {
+        let counters = OwnCounters {
             order_pairs: 10,
             order_inversions: 0,
             origin_requests: 40,
             origin_errors: 2,
-            ..Counters::default()
+            ..OwnCounters::default()
         };
         assert_eq!(counters.order_tau(), Some(1.0));
         assert_eq!(counters.origin_error_rate(), Some(0.05));
-        let reversed = Counters {
+        let reversed = OwnCounters {
             order_pairs: 4,
             order_inversions: 4,
-            ..Counters::default()
+            ..OwnCounters::default()
         };
         assert_eq!(reversed.order_tau(), Some(-1.0));
-        assert_eq!(Counters::default().order_tau(), None);
-        assert_eq!(Counters::default().origin_error_rate(), None);
+        assert_eq!(OwnCounters::default().order_tau(), None);
+        assert_eq!(OwnCounters::default().origin_error_rate(), None);
     }
 }

@@ -12,14 +12,14 @@ use serde_json::{Map, Value};
 
 use super::autopilot::RoomPilotLoop;
 use super::changes::{self, Change, Changes, Saved};
+use super::drop_history::DropHistory;
 use super::{Pilot, Room, RoomView};
 use crate::clock::{Millis, rfc3339_ms};
 use crate::config::RoomSettings;
 use crate::config::file::RoomSection;
 use crate::core::estimate::RateEstimator;
-use crate::core::history::{Buckets, Counters, History, MINUTE_MS, Reading, Start};
+use crate::core::history::{History, Start};
 use crate::core::room::RoomCounts;
-use crate::observe::{ChallengeResult, Metrics, UpstreamFailure};
 use crate::store::StoreError;
 
 /// Open waiting pages hear from the proxy at least this often, so that proxies and load
@@ -30,9 +30,6 @@ const QUIET_EVERY_MS: Millis = 1_000;
 /// Passes in one report of pass use: a script call of this size takes Redis well under a
 /// millisecond; more passes with requests in one tick make several calls.
 const PASS_USE_BATCH: usize = 1_000;
-/// How often an instance publishes its shares of the drop report: how late another instance's
-/// report may be about this one's counts.
-pub const SHARES_EVERY_MS: Millis = 5_000;
 
 /// One room's part of the admission loop: every tick it shares what this instance saw, applies
 /// settings saved elsewhere, admits when this instance leads, reads the room back for the view
@@ -62,10 +59,9 @@ pub struct RoomLoop {
     writing: tokio::sync::Mutex<()>,
     /// The file's settings for this room and how the live ones came to differ from them.
     record: Mutex<Record>,
-    /// A record per minute of what the loop read (the drop report's).
-    history: Mutex<History>,
-    /// When this instance last published its shares of the history (see `publish_shares`).
-    shares_published_at: AtomicI64,
+    /// A record per minute of what the loop read, and this instance's share of it published
+    /// (the drop report's).
+    drop_history: DropHistory,
 }
 
 struct Record {
@@ -124,8 +120,7 @@ impl RoomLoop {
             outage_since: AtomicI64::new(0),
             claims_held_until: AtomicI64::new(0),
             writing: tokio::sync::Mutex::new(()),
-            history: Mutex::new(History::new(start)),
-            shares_published_at: AtomicI64::new(Millis::MIN),
+            drop_history: DropHistory::new(start),
             room,
         }
     }
@@ -506,52 +501,13 @@ impl RoomLoop {
         let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         self.room.metrics.occupancy.set(gauge(counts.occupancy()));
         self.room.metrics.queue_length.set(gauge(counts.queued));
-        let reading = self.reading(&counts);
-        self.history().observe(now, reading);
+        self.drop_history.observe(&self.room, &counts, now);
         Ok(counts)
-    }
-
-    /// What the history takes at a tick: the store's counts (the whole room's) and this
-    /// instance's counters, as they stand; nothing is counted for it on the request path.
-    fn reading(&self, counts: &RoomCounts) -> Reading {
-        let m = &self.room.metrics;
-        let (responses, server_errors) = m.origin_responses();
-        // Exchanges that ended without a response; `Status` is an answer, counted above.
-        let unanswered: u64 = [
-            UpstreamFailure::Connect,
-            UpstreamFailure::Tls,
-            UpstreamFailure::Timeout,
-            UpstreamFailure::Resolve,
-        ]
-        .into_iter()
-        .map(|kind| m.origin_failures(kind))
-        .sum();
-        let shared = m.passes_shared.get();
-        Reading {
-            inside: counts.occupancy(),
-            waiting: counts.queued,
-            counters: Counters {
-                admitted: counts.admitted_total,
-                joined: counts.joined_total,
-                abandoned: counts.abandoned_total,
-                // Every revocation this instance made, less those for sharing.
-                revoked_ended: m.revoked.get().saturating_sub(shared),
-                revoked_shared: shared,
-                challenges_passed: m.challenges(ChallengeResult::Passed),
-                challenges_failed: m.challenges(ChallengeResult::Failed),
-                origin_requests: responses + unanswered,
-                origin_errors: server_errors + unanswered,
-                order_pairs: m.order_pairs.get(),
-                order_inversions: m.order_inversions.get(),
-            },
-            waits: m.take_waits(),
-            origin_latency: Buckets(Metrics::bucket_counts(&m.origin_seconds)),
-        }
     }
 
     /// The room's minutes as this instance read them.
     pub fn history(&self) -> std::sync::MutexGuard<'_, History> {
-        self.history.lock().unwrap_or_else(|p| p.into_inner())
+        self.drop_history.history()
     }
 
     /// Heartbeats come often enough that a page polling at the room's refresh interval hears
@@ -596,27 +552,6 @@ impl RoomLoop {
         }
     }
 
-    /// What this instance alone counted (its shares of the history's minutes: waits, order,
-    /// the origin, revocations, challenges) goes to the store every [`SHARES_EVERY_MS`], so
-    /// that any instance's drop report adds up every instance's. The current minute and the
-    /// one before (still growing when the last publication was sent); a publication replaces
-    /// the previous one, so one that fails is simply made again at the next.
-    async fn publish_shares(&self, instance: &str) {
-        let now = self.room.clock.now_ms();
-        if now.saturating_sub(self.shares_published_at.load(Ordering::Relaxed)) < SHARES_EVERY_MS {
-            return;
-        }
-        self.shares_published_at.store(now, Ordering::Relaxed);
-        let since = now - now.rem_euclid(MINUTE_MS) - MINUTE_MS;
-        let shares = self.history().shares_since(since);
-        if let Err(e) = self.room.store.publish_shares(instance, &shares).await {
-            log::debug!(
-                "room {}: this instance's share of the report not published: {e}",
-                self.room.id
-            );
-        }
-    }
-
     /// One tick of this room; `fence` while this instance leads, `instance` this instance's
     /// name.
     pub async fn tick(&self, fence: Option<u64>, instance: &str) {
@@ -653,7 +588,7 @@ impl RoomLoop {
         );
         self.beat();
         if observed.is_ok() {
-            self.publish_shares(instance).await;
+            self.drop_history.publish_shares(&self.room, instance).await;
         }
         self.autopilot.tick(fence, observed.ok().as_ref()).await;
     }

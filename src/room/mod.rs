@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod autopilot;
 pub mod changes;
+mod drop_history;
 mod pass_use;
 mod pilot;
 mod settings;

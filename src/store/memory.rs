@@ -16,8 +16,8 @@ use crate::core::queue_id::QueueId;
 use crate::core::room::{FoundVisitor, Limits, PollOutcome, RoomCounts, RoomState, RoundReport};
 use crate::core::sharing::{NetworkLedger, SharedUse, UseCounts};
 use crate::store::{
-    AutopilotRecord, AutopilotState, Joined, RevokeReason, SHARES_KEPT_MS, SavedSettings, Store,
-    StoreError, StoreResult, TicketPlace, window_kept_until,
+    AutopilotRecord, AutopilotState, Joined, RevokeReason, SavedSettings, Store, StoreError,
+    StoreResult, TicketPlace, share_kept, window_kept_until,
 };
 
 #[derive(Debug)]
@@ -319,9 +319,9 @@ impl Store for MemoryStore {
 
     async fn publish_shares(&self, instance: &str, shares: &[(Millis, Share)]) -> StoreResult<()> {
         self.with(|s, now| {
-            s.shares = s.shares.split_off(&(now - SHARES_KEPT_MS));
+            s.shares.retain(|minute, _| share_kept(*minute, now));
             for (minute, share) in shares {
-                if *minute > now - SHARES_KEPT_MS {
+                if share_kept(*minute, now) {
                     s.shares
                         .entry(*minute)
                         .or_default()
@@ -340,7 +340,7 @@ impl Store for MemoryStore {
         Ok(self.with(|s, now| {
             minutes
                 .iter()
-                .filter(|minute| **minute > now - SHARES_KEPT_MS)
+                .filter(|minute| share_kept(**minute, now))
                 .filter_map(|minute| s.shares.get(minute).map(|by| (minute, by)))
                 .flat_map(|(minute, by)| {
                     by.iter()

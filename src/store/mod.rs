@@ -134,6 +134,11 @@ pub const WINDOW_KEPT_FOR: Millis = 5;
 /// still growing.
 pub const SHARES_KEPT_MS: Millis = (KEPT_MINUTES as Millis + 1) * MINUTE_MS;
 
+/// Whether the share of the minute starting at `minute` is still kept at `now`.
+pub fn share_kept(minute: Millis, now: Millis) -> bool {
+    minute + SHARES_KEPT_MS > now
+}
+
 pub fn window_kept_until(window: &Signal) -> Millis {
     let length = (window.ended_at - window.started_at).max(1_000);
     window

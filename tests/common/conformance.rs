@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use waitroom::clock::{Clock, ManualClock, Millis};
 use waitroom::core::autopilot::{Exchange, Setpoint, Signal, window_start};
-use waitroom::core::history::Share;
+use waitroom::core::history::{OwnCounters, Share};
 use waitroom::core::ip_limit::{IpClaim, IpLimits, JOIN_GRACE_MS, RECHECK_EVERY_MS};
 use waitroom::core::queue_id::QueueId;
 use waitroom::core::room::{FoundVisitor, Limits, Pick, Placing, PollOutcome, VisitorState};
@@ -1169,8 +1169,11 @@ pub async fn report_shares_are_kept_per_instance_and_replaced<S: Store>(
     let minute = now - now.rem_euclid(MINUTE_MS);
     let before = minute - MINUTE_MS;
     let share = |requests: u64| Share {
-        origin_requests: requests,
-        order_pairs: 2 * requests,
+        counted: OwnCounters {
+            origin_requests: requests,
+            order_pairs: 2 * requests,
+            ..OwnCounters::default()
+        },
         waits: vec![1_000, u32::try_from(requests).unwrap() * 10],
         ..Share::default()
     };
@@ -1189,7 +1192,7 @@ pub async fn report_shares_are_kept_per_instance_and_replaced<S: Store>(
         .unwrap();
     store.publish_shares("b", &[]).await.unwrap();
     let mut seen = store.shares_of(&[before, minute], "nobody").await.unwrap();
-    seen.sort_by_key(|(m, s)| (*m, s.origin_requests));
+    seen.sort_by_key(|(m, s)| (*m, s.counted.origin_requests));
     assert_eq!(
         seen,
         vec![(before, share(1)), (minute, share(3)), (minute, share(5))]

@@ -7,7 +7,7 @@
 //! Scope: the line's figures (inside, waiting, admitted, joined, abandoned) are the store's
 //! counts, the whole room's on every instance; the rest (waits, order, origin, revocations,
 //! challenges) each instance counts for itself and publishes to the store (its shares,
-//! `RoomLoop::publish_shares`): the report adds every instance's to its own. The JSON says which
+//! `DropHistory::publish_shares`): the report adds every instance's to its own. The JSON says which
 //! is which, and whether the other instances' shares could be read.
 
 use askama::Template;
@@ -178,6 +178,7 @@ impl Figures {
         let summary: Summary = history.summary(span.from, span.until);
         let minutes: Vec<&Minute> = history.minutes(span.from, span.until).collect();
         let added = summary.added;
+        let own = added.own;
         Figures {
             from: minutes.first().map(|m| rfc3339_ms(m.start)),
             until: minutes.last().map(|m| rfc3339_ms(m.start + MINUTE_MS)),
@@ -193,23 +194,23 @@ impl Figures {
                 p95: summary.wait_quantile(0.95).map(seconds),
                 max: summary.longest_wait_ms().map(seconds),
             },
-            order_tau: added.order_tau().map(rounded),
+            order_tau: own.order_tau().map(rounded),
             origin: Origin {
-                requests: added.origin_requests,
-                errors: added.origin_errors,
-                error_rate: added.origin_error_rate().map(rounded),
+                requests: own.origin_requests,
+                errors: own.origin_errors,
+                error_rate: own.origin_error_rate().map(rounded),
                 p95_seconds: summary
                     .origin_latency
                     .quantile(ORIGIN_BOUNDS, 0.95)
                     .map(to_ms),
             },
             revoked: Revoked {
-                ended: added.revoked_ended,
-                shared: added.revoked_shared,
+                ended: own.revoked_ended,
+                shared: own.revoked_shared,
             },
             challenges: Challenges {
-                passed: added.challenges_passed,
-                failed: added.challenges_failed,
+                passed: own.challenges_passed,
+                failed: own.challenges_failed,
             },
             timeline: minutes
                 .iter()
@@ -421,8 +422,8 @@ fn csv(rooms: &[RoomAdmin], histories: &[Merged], report: &Report) -> String {
                 a.admitted,
                 a.joined,
                 a.abandoned,
-                a.origin_requests,
-                a.origin_errors
+                a.own.origin_requests,
+                a.own.origin_errors
             ));
         }
     }
