@@ -268,6 +268,10 @@ pub(super) struct ParkedPlace(Place);
 impl ParkedPlace {
     fn new(place: Place) -> Self {
         place.conn.phase.store(BUSY, Ordering::Release);
+        // The waker of the task that waited for this head (Pingora's, when the stream came
+        // after a request on the same connection) would keep that finished task's memory, some
+        // 9 KiB, for as long as the stream is open: a parked stream is never evicted.
+        lock(&place.conn.waker).take();
         place.connections.in_front.fetch_add(1, Ordering::AcqRel);
         place
             .connections
@@ -841,6 +845,28 @@ mod tests {
         all.leave_idle(&first.conn);
         assert_eq!(all.admit(A).err(), Some(Refusal::Full));
         assert_eq!(all.stats().idle, 0);
+    }
+
+    #[test]
+    fn a_parked_stream_lets_go_of_the_task_that_read_its_head() {
+        struct Task;
+        impl std::task::Wake for Task {
+            fn wake(self: Arc<Self>) {}
+        }
+        let all = connections(2, None);
+        let place = all.admit(A).unwrap();
+        // Pingora's task waited for the next head on this kept-alive connection.
+        let task = Arc::new(Task);
+        *lock(&place.conn.waker) = Some(Waker::from(task.clone()));
+        let parked = ParkedPlace::new(place);
+        assert_eq!(
+            Arc::strong_count(&task),
+            1,
+            "the finished task's memory must not be held for the stream's lifetime"
+        );
+        assert_eq!(all.stats().streams_in_front, 1);
+        drop(parked);
+        assert_eq!((all.stats().open, all.stats().streams_in_front), (0, 0));
     }
 
     #[test]
