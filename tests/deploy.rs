@@ -961,7 +961,10 @@ fn every_metric_in_the_dashboard_is_exported_and_the_room_is_covered() {
             // Several rooms picked at once: every line says which room it is (the process
             // metrics describe the process, which serves every room).
             let legend = target["legendFormat"].as_str().unwrap_or_default();
-            if expr.contains("process_") {
+            if metric_names(expr)
+                .iter()
+                .all(|name| describes_the_process(name))
+            {
                 assert!(
                     legend.contains("{{instance}}"),
                     "legend {legend:?} of {expr}"
@@ -1049,7 +1052,7 @@ fn check_dashboard_expr(expr: &str) {
     // The process metrics describe the process, which serves every room: no room label.
     for name in metric_names(expr)
         .into_iter()
-        .filter(|n| !n.starts_with("process_"))
+        .filter(|n| !describes_the_process(n))
     {
         let at = expr.find(&name).unwrap() + name.len();
         let selector = &expr[at..];
@@ -1092,11 +1095,13 @@ fn every_alert_uses_exported_metrics_and_the_operator_copy_is_identical() {
         "WaitroomAdmissionsBelowRate",
         "WaitroomTurnstileUnreachable",
         "WaitroomFileDescriptorsNearLimit",
+        "WaitroomMemoryNearLimit",
     ] {
         assert!(alerts.contains(needed), "no {needed} alert");
     }
     assert!(used.contains("waitroom_rate_per_minute"));
     assert!(used.contains("process_open_fds"));
+    assert!(used.contains("waitroom_memory_limit_bytes"));
 
     let k = Manifests::load();
     let operator = k.get("PrometheusRule", "waitroom");
@@ -1114,6 +1119,12 @@ fn every_alert_uses_exported_metrics_and_the_operator_copy_is_identical() {
     ] {
         assert!(!read(file).contains("grafana/alerts"), "{file}");
     }
+}
+
+/// A metric of the process as a whole (no room label): the process collector's, and its memory
+/// limit.
+fn describes_the_process(name: &str) -> bool {
+    name.starts_with("process_") || name == "waitroom_memory_limit_bytes"
 }
 
 /// GitHub's anchors of docs/runbook.md's `##` sections: lower case, spaces as '-', other

@@ -5,6 +5,7 @@ use super::labels::{
     ChallengeResult, EntryResult, NotifyResult, ORIGIN_CLASSES, Outcome, ProofResult,
     StreamRefusal, UpgradeRefusal, UpstreamFailure,
 };
+use super::memory_limit::MemoryLimit;
 use std::sync::Mutex;
 
 use prometheus::{
@@ -56,6 +57,7 @@ pub const NAMES: &[&str] = &[
     "waitroom_upgrades_refused_total",
     "waitroom_rule_matches_total",
     "waitroom_origin_resolve_failures_total",
+    super::memory_limit::NAME,
     "waitroom_origin_addresses",
 ];
 
@@ -271,6 +273,7 @@ impl MetricsRegistry {
         must(registry.register(Box::new(
             prometheus::process_collector::ProcessCollector::for_self(),
         )));
+        must(registry.register(Box::new(must(MemoryLimit::new()))));
         let room = &["room"];
         Self {
             occupancy: gauge(
@@ -746,5 +749,7 @@ mod tests {
         assert!(value("process_max_fds") >= value("process_open_fds"));
         assert!(value("process_threads") >= 1.0);
         assert!(value("process_start_time_seconds") > 1.6e9);
+        // This machine's limit, or 0 for none: present either way, never below 0.
+        assert!(value(super::super::memory_limit::NAME) >= 0.0);
     }
 }

@@ -7,6 +7,7 @@
 pub const ACCESS_LOG: &str = "waitroom::access";
 
 mod labels;
+mod memory_limit;
 mod metrics;
 
 pub use labels::{
