@@ -1121,10 +1121,9 @@ fn every_alert_uses_exported_metrics_and_the_operator_copy_is_identical() {
     }
 }
 
-/// A metric of the process as a whole (no room label): the process collector's, and its memory
-/// limit.
+/// A metric of the process as a whole (no room label).
 fn describes_the_process(name: &str) -> bool {
-    name.starts_with("process_") || name == "waitroom_memory_limit_bytes"
+    waitroom::observe::PROCESS_NAMES.contains(&name)
 }
 
 /// GitHub's anchors of docs/runbook.md's `##` sections: lower case, spaces as '-', other

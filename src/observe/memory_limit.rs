@@ -7,8 +7,6 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{IntGauge, Opts};
 
-pub const NAME: &str = "waitroom_memory_limit_bytes";
-
 /// cgroup v1's "no limit": the largest page-aligned i64, or near it. Anything this large is no
 /// limit a machine has.
 const UNLIMITED_FROM: u64 = 1 << 60;
@@ -18,9 +16,9 @@ pub(super) struct MemoryLimit {
 }
 
 impl MemoryLimit {
-    pub(super) fn new() -> prometheus::Result<Self> {
+    pub(super) fn new(name: &str) -> prometheus::Result<Self> {
         let gauge = IntGauge::with_opts(Opts::new(
-            NAME,
+            name,
             "The memory limit of the proxy's control group in bytes (systemd MemoryMax=, a \
              container's limit), the smallest on the way to the root; 0 when there is none",
         ))?;
@@ -52,7 +50,7 @@ fn cgroup_memory_limit() -> Option<u64> {
 /// cgroup namespace) is looked up as far as its files exist: the container's own root holds its
 /// limit.
 fn limit_from(cgroups: &str, read: impl Fn(&str) -> Option<String>) -> Option<u64> {
-    let mut limits = Vec::new();
+    let mut least: Option<u64> = None;
     for line in cgroups.lines() {
         let mut fields = line.splitn(3, ':');
         let (Some(_), Some(controllers), Some(path)) =
@@ -70,7 +68,7 @@ fn limit_from(cgroups: &str, read: impl Fn(&str) -> Option<String>) -> Option<u6
         let mut dir = path.trim_end_matches('/');
         loop {
             if let Some(limit) = read(&format!("{root}{dir}/{file}")).and_then(|t| parse(&t)) {
-                limits.push(limit);
+                least = Some(least.map_or(limit, |l| l.min(limit)));
             }
             match dir.rfind('/') {
                 Some(parent) => dir = &dir[..parent],
@@ -78,7 +76,7 @@ fn limit_from(cgroups: &str, read: impl Fn(&str) -> Option<String>) -> Option<u6
             }
         }
     }
-    limits.into_iter().min()
+    least
 }
 
 /// A limit file's value: none for `max` (v2) or v1's huge "unlimited".

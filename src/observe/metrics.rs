@@ -5,6 +5,7 @@ use super::labels::{
     ChallengeResult, EntryResult, NotifyResult, ORIGIN_CLASSES, Outcome, ProofResult,
     StreamRefusal, UpgradeRefusal, UpstreamFailure,
 };
+#[cfg(target_os = "linux")]
 use super::memory_limit::MemoryLimit;
 use std::sync::Mutex;
 
@@ -57,7 +58,6 @@ pub const NAMES: &[&str] = &[
     "waitroom_upgrades_refused_total",
     "waitroom_rule_matches_total",
     "waitroom_origin_resolve_failures_total",
-    super::memory_limit::NAME,
     "waitroom_origin_addresses",
 ];
 
@@ -74,8 +74,12 @@ pub const ORIGIN_BOUNDS: &[f64] = &[
 /// The histograms among `NAMES`.
 pub const HISTOGRAMS: &[&str] = &["waitroom_wait_seconds", "waitroom_origin_seconds"];
 
-/// The process metrics of the prometheus crate's process collector (Linux only: it reads
-/// /proc), in the same registry: memory, file descriptors, CPU time, threads.
+/// The process's memory limit, its control group's (`memory_limit`).
+const MEMORY_LIMIT: &str = "waitroom_memory_limit_bytes";
+
+/// The metrics of the process as a whole, with no room label (Linux only: they read /proc and
+/// the control groups), in the same registry: the prometheus crate's process collector (memory,
+/// file descriptors, CPU time, threads) and the memory limit.
 pub const PROCESS_NAMES: &[&str] = if cfg!(target_os = "linux") {
     &[
         "process_cpu_seconds_total",
@@ -85,6 +89,7 @@ pub const PROCESS_NAMES: &[&str] = if cfg!(target_os = "linux") {
         "process_resident_memory_bytes",
         "process_start_time_seconds",
         "process_threads",
+        MEMORY_LIMIT,
     ]
 } else {
     &[]
@@ -273,7 +278,8 @@ impl MetricsRegistry {
         must(registry.register(Box::new(
             prometheus::process_collector::ProcessCollector::for_self(),
         )));
-        must(registry.register(Box::new(must(MemoryLimit::new()))));
+        #[cfg(target_os = "linux")]
+        must(registry.register(Box::new(must(MemoryLimit::new(MEMORY_LIMIT)))));
         let room = &["room"];
         Self {
             occupancy: gauge(
@@ -750,6 +756,6 @@ mod tests {
         assert!(value("process_threads") >= 1.0);
         assert!(value("process_start_time_seconds") > 1.6e9);
         // This machine's limit, or 0 for none: present either way, never below 0.
-        assert!(value(super::super::memory_limit::NAME) >= 0.0);
+        assert!(value(MEMORY_LIMIT) >= 0.0);
     }
 }

@@ -7,6 +7,7 @@
 pub const ACCESS_LOG: &str = "waitroom::access";
 
 mod labels;
+#[cfg(target_os = "linux")]
 mod memory_limit;
 mod metrics;
 
