@@ -175,17 +175,10 @@ impl Rule {
     /// shadowed (two patterns that overlap without one containing the other) is left alone.
     pub fn covers(&self, later: &Rule) -> bool {
         let (mine, theirs) = (&self.when, &later.when);
-        let paths = mine.paths.is_empty()
-            || (!theirs.paths.is_empty()
-                && theirs.paths.iter().all(|p| {
-                    // A pattern matches the other as text, its `*` as characters, only when
-                    // every path the other matches is its too: a `*` of the other is spanned
-                    // by one of its own.
-                    mine.paths.iter().any(|q| q.matches(p.as_str()))
-                }));
-        let methods = mine.methods.is_empty()
-            || (!theirs.methods.is_empty()
-                && theirs.methods.iter().all(|m| mine.methods.contains(m)));
+        // A pattern matches the other as text, its `*` as characters, only when every path the
+        // other matches is its too: a `*` of the other is spanned by one of its own.
+        let paths = covered(&mine.paths, &theirs.paths, |q, p| q.matches(p.as_str()));
+        let methods = covered(&mine.methods, &theirs.methods, |m, t| m == t);
         let named = |mine: &[Named], theirs: &[Named]| {
             mine.iter().all(|want| {
                 theirs
@@ -193,15 +186,8 @@ impl Rule {
                     .any(|got| got.name == want.name && implies(&got.value, &want.value))
             })
         };
-        let networks = mine.networks.is_empty()
-            || (!theirs.networks.is_empty()
-                && theirs
-                    .networks
-                    .iter()
-                    .all(|n| mine.networks.iter().any(|m| m.covers(n))));
-        let countries = mine.countries.is_empty()
-            || (!theirs.countries.is_empty()
-                && theirs.countries.iter().all(|c| mine.countries.contains(c)));
+        let networks = covered(&mine.networks, &theirs.networks, |m, n| m.covers(n));
+        let countries = covered(&mine.countries, &theirs.countries, |m, c| m == c);
         paths
             && methods
             && named(&mine.query, &theirs.query)
@@ -216,6 +202,13 @@ impl Rule {
     pub fn about_the_visitor_alone(&self) -> bool {
         self.when.paths.is_empty()
     }
+}
+
+/// Whether a list condition of an earlier rule (any of `mine`, none meaning any request) holds
+/// whenever the later rule's (any of `theirs`) does: each of theirs is covered by one of mine.
+fn covered<T>(mine: &[T], theirs: &[T], covers: impl Fn(&T, &T) -> bool) -> bool {
+    mine.is_empty()
+        || (!theirs.is_empty() && theirs.iter().all(|t| mine.iter().any(|m| covers(m, t))))
 }
 
 /// Whether a name holding `got` (as a later rule reads it) always holds `want` (as an earlier
