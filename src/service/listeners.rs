@@ -105,7 +105,7 @@ pub(super) fn public(
         },
     ));
     let mut hooks = pingora_proxy::http_proxy(server, Hooks::new(proxy.clone()));
-    // HTTP/1.1 keep-alive is set per request (`WaitroomProxy::early_request_filter`); an HTTP/2
+    // HTTP/1.1 keep-alive is set per request (`Hooks::early_request_filter`); an HTTP/2
     // connection's idle time is Pingora's.
     let mut server_options = HttpServerOptions::default();
     server_options.h2_idle_timeout = Some(listener.keepalive_timeout);
