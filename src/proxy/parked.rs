@@ -21,7 +21,6 @@ use pingora_http::RequestHeader;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::access::AccessLine;
-use super::connections::ParkedPlace;
 use super::events::{self, EventSink, Refusal, STREAM_HEADERS, Woke};
 use super::{WaitroomProxy, head, oversized};
 use crate::gate::Watch;
@@ -46,10 +45,11 @@ pub(super) struct Claimed {
 }
 
 /// A claimed stream's connection: the stream, what the front door counts it as, the request.
-pub(super) struct Parked {
+/// The place is the front door's (`connections::ParkedPlace`): held here only until the stream
+/// ends, when dropping it gives the place back.
+pub(super) struct Parked<Place> {
     pub stream: Stream,
-    /// The connection's place in the listener's count, given back when the stream ends.
-    pub place: ParkedPlace,
+    pub place: Place,
     pub peer: Option<SocketAddr>,
     pub claimed: Claimed,
 }
@@ -106,7 +106,7 @@ impl WaitroomProxy {
     }
 
     /// Serves a claimed stream to its end, then closes its connection.
-    pub(super) async fn serve_parked(&self, parked: Parked, shutdown: ShutdownWatch) {
+    pub(super) async fn serve_parked<Place>(&self, parked: Parked<Place>, shutdown: ShutdownWatch) {
         let Parked {
             stream,
             place,
