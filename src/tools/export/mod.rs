@@ -16,7 +16,7 @@ use crate::config::file::{ConfigFile, PageSection, RoomSection};
 use crate::config::model::{ConfigError, RoomPlace, SameSite, invalid, same_site};
 use room::{TurnstileSettings, room_vars, text};
 
-pub use room::bypass_expression;
+pub use rules::bypass_expression;
 
 /// Every `default_template_language` the provider (v5) accepts, spelt as it spells them.
 /// infra/cloudflare/room/variables.tf validates against the same list, and the proxy's pages

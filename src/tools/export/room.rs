@@ -6,12 +6,11 @@ use std::time::Duration;
 use hcl::{Attribute, Expression, Identifier, ObjectKey};
 
 use super::RoomExport;
-use super::rules::export_rules;
+use super::rules::{bypass_expression, export_rules, rules_string};
 use crate::config::file::{ConfigFile, PageSection, RoomSection};
 use crate::config::model::{ConfigError, SameSite, check_room_id, invalid};
 use crate::config::{QueueingMethod, RoomSettings};
 use crate::language::PageLanguage;
-use crate::request::route::PathPattern;
 
 /// Cloudflare refuses smaller `total_active_users` and `new_users_per_minute`.
 const CLOUDFLARE_MIN_USERS: u64 = 200;
@@ -494,32 +493,4 @@ pub(super) fn session_minutes(session: Duration) -> (u64, Option<String>) {
         )
     });
     (rounded, note)
-}
-
-/// A Cloudflare Rules-language string literal.
-pub(super) fn rules_string(text: &str) -> String {
-    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
-/// Our bypass pattern as a Cloudflare rule expression on the same path, case-sensitive like ours:
-/// an exact path, a prefix, a suffix, or else a strict wildcard (where `*` matches slashes too,
-/// as in ours).
-pub fn bypass_expression(pattern: &PathPattern) -> String {
-    let text = pattern.as_str();
-    const PATH: &str = "http.request.uri.path";
-    let stars = text.matches('*').count();
-    match (stars, text.strip_suffix('*'), text.strip_prefix('*')) {
-        (0, _, _) => format!("{PATH} eq {}", rules_string(text)),
-        (1, Some(prefix), _) if !prefix.is_empty() => {
-            format!("starts_with({PATH}, {})", rules_string(prefix))
-        }
-        (1, _, Some(suffix)) if !suffix.is_empty() => {
-            format!("ends_with({PATH}, {})", rules_string(suffix))
-        }
-        // In a wildcard value a backslash escapes the next character.
-        _ => format!(
-            "{PATH} strict wildcard {}",
-            rules_string(&text.replace('\\', "\\\\"))
-        ),
-    }
 }

@@ -3,11 +3,11 @@
 //! block rule cannot be, but the first-match order can: every bypass rule after one (the
 //! room's own, and the bypass lists after all rules) is written with `and not (...)` of it, so
 //! that the edge lets through no request the proxy would hold or refuse. Blocking itself is a
-//! WAF custom rule's job; the note gives its expression.
+//! WAF custom rule's job; the note gives its expression. The Rules language's pieces the room's
+//! own export writes too (a string literal, a bypass path's expression) are here.
 
+use crate::request::route::PathPattern;
 use crate::request::rules::{Action, Conditions, Expected, Named, Rule};
-
-use super::room::{bypass_expression, rules_string};
 
 /// The rules as Cloudflare can have them.
 #[derive(Debug, Default)]
@@ -108,5 +108,33 @@ fn values(field: &str, named: &Named) -> String {
             rules_string(&pattern.replace('\\', "\\\\"))
         ),
         Expected::Pattern(pattern) => format!("any({values} eq {})", rules_string(pattern)),
+    }
+}
+
+/// A Cloudflare Rules-language string literal.
+pub(super) fn rules_string(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Our bypass pattern as a Cloudflare rule expression on the same path, case-sensitive like ours:
+/// an exact path, a prefix, a suffix, or else a strict wildcard (where `*` matches slashes too,
+/// as in ours).
+pub fn bypass_expression(pattern: &PathPattern) -> String {
+    let text = pattern.as_str();
+    const PATH: &str = "http.request.uri.path";
+    let stars = text.matches('*').count();
+    match (stars, text.strip_suffix('*'), text.strip_prefix('*')) {
+        (0, _, _) => format!("{PATH} eq {}", rules_string(text)),
+        (1, Some(prefix), _) if !prefix.is_empty() => {
+            format!("starts_with({PATH}, {})", rules_string(prefix))
+        }
+        (1, _, Some(suffix)) if !suffix.is_empty() => {
+            format!("ends_with({PATH}, {})", rules_string(suffix))
+        }
+        // In a wildcard value a backslash escapes the next character.
+        _ => format!(
+            "{PATH} strict wildcard {}",
+            rules_string(&text.replace('\\', "\\\\"))
+        ),
     }
 }
